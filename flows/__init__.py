@@ -1,0 +1,1 @@
+"""Thin Prefect flows: resolve config, fan out batches, gather, land. No metric logic here."""

@@ -1,0 +1,71 @@
+"""The `evaluate` flow: load golden set → capture in batches → score in batches → land."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+from prefect import flow, get_run_logger, unmapped
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from raglake.metrics.operational import RunInputs
+from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS, plan_run
+from raglake.scoring import ScoredBatch
+from tasks.capture import capture_batch
+from tasks.land import land
+from tasks.score import score_cases
+
+
+@flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=4))
+def evaluate(
+    golden: str = SAMPLE_GOLDEN,
+    target: str = SAMPLE_TARGETS[0],
+    k: int = 5,
+    lake: str | None = None,
+    run_id: str | None = None,
+    labels: str | None = None,
+    metrics: list[str] | None = None,
+    require_snippets: bool = False,
+    batch_size: int = 100,
+    results: str | None = None,
+) -> str:
+    """Evaluate one target on one golden set and land the run; returns the run id."""
+    log = get_run_logger()
+    t0 = time.perf_counter()
+    plan = plan_run(golden=golden, target=target, lake=lake, k=k, run_id=run_id, labels=labels, metrics=metrics,
+                    require_snippets=require_snippets, batch_size=batch_size, results=results)
+    storage = Path(plan.results_dir)
+    batches = plan.batches()
+    log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
+             plan.golden.name, len(batches), plan.target.spec)
+
+    captured = capture_batch.with_options(result_storage=storage).map(unmapped(plan.target), batches)
+    captures = [c for batch in captured.result() for c in batch]
+    t_captured = time.perf_counter()
+
+    versions = metric_versions(plan.metrics)
+    known_docs = plan.target.known_docs()
+    per_batch = [captures[i * plan.batch_size : (i + 1) * plan.batch_size] for i in range(len(batches))]
+    scored_futures = score_cases.with_options(result_storage=storage).map(
+        batches, per_batch, unmapped(versions), unmapped(plan.config), unmapped(known_docs)
+    )
+    scored = ScoredBatch()
+    for part in scored_futures.result():
+        scored.extend(part)
+    t_scored = time.perf_counter()
+
+    finished = dt.datetime.now(dt.timezone.utc)
+    run_inputs = RunInputs(
+        captures, suite_seconds=time.perf_counter() - t0,
+        stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured},
+    )
+    run_level = all_metrics(level="run")
+    run_values = [v for m in run_level for v in m.fn(run_inputs)]
+    record = plan.record(finished, len(captures))
+    record.metric_versions.update(metric_versions(run_level))
+    land(plan.lake.url, record, plan.golden.cases, captures, scored, run_values, plan.scoring_id)
+    failed = sum(c.failed for c in captures)
+    log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(scored.scores["case_id"]), failed)
+    return plan.run_id

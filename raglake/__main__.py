@@ -1,0 +1,3 @@
+from raglake.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""The questions users ask of the lake, answered by the SQL files: which runs, breakdowns,
+comparisons with a paired bootstrap CI, and trends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from raglake.errors import ConfigError, UnknownNameError
+from raglake.lake.query import connect, fetch, run_query, scalar
+from raglake.lake.store import Lake
+
+DIMENSIONS = ("all", "category", "tag", "difficulty", "vault", "answerable", "target", "method")
+COMPARE_DIMENSIONS = tuple(d for d in DIMENSIONS if d not in ("target", "method"))
+
+
+def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:
+    if by not in allowed:
+        raise UnknownNameError("dimension", by, allowed)
+    return by
+
+
+def resolve_run(con: duckdb.DuckDBPyConnection, spec: str) -> str:
+    """'latest', 'latest~1' (the one before), a full run id or an unambiguous prefix of one."""
+    runs = [r[0] for r in fetch(con, "SELECT run_id FROM run_order ORDER BY newest_rank")]
+    if not runs:
+        raise ConfigError("the lake has no runs yet; start with `raglake run`")
+    if spec.startswith("latest"):
+        back = spec.removeprefix("latest").removeprefix("~") or "0"
+        if not back.isdigit() or int(back) >= len(runs):
+            raise ConfigError(f"{spec!r}: the lake holds {len(runs)} run(s)")
+        return runs[int(back)]
+    if spec in runs:
+        return spec
+    matches = [r for r in runs if r.startswith(spec)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise ConfigError(f"run prefix {spec!r} is ambiguous: {', '.join(matches[:5])}")
+    raise UnknownNameError("run", spec, runs)
+
+
+def latest_per_target(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in fetch(con, "SELECT run_id FROM run_order WHERE newest_rank_in_target = 1 ORDER BY target")]
+
+
+class LakeQueries:
+    """One DuckDB connection over one lake, and the project's questions as methods."""
+
+    def __init__(self, lake: Lake):
+        self.lake = lake
+        self.con = connect(lake)
+
+    def run_ids(self, specs: Sequence[str]) -> list[str]:
+        return list(dict.fromkeys(resolve_run(self.con, s) for s in specs))
+
+    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        return run_query(self.con, "runs", limit=limit).to_pylist()
+
+    def breakdown(self, run_ids: Sequence[str], by: str = "all") -> list[dict[str, Any]]:
+        return run_query(self.con, "breakdown", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()
+
+    def figures(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return run_query(self.con, "run_figures", run_ids=list(run_ids)).to_pylist()
+
+    def capture_health(self, run_ids: Sequence[str], by: str = "all") -> list[dict[str, Any]]:
+        return run_query(self.con, "capture_health", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()
+
+    def compare(
+        self, run_a: str, run_b: str, *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05, min_pairs: int = 5
+    ) -> list[dict[str, Any]]:
+        """Run B against run A for every metric and slice; see sql/compare_runs.sql."""
+        if n_boot < 100:
+            raise ConfigError(f"n_boot must be at least 100 for a 95% interval, got {n_boot}")
+        if not 0 < alpha < 1:
+            raise ConfigError(f"alpha must lie between 0 and 1, got {alpha}")
+        return run_query(self.con, "compare_runs", run_a=run_a, run_b=run_b, n_boot=n_boot, seed=seed,
+                         alpha=alpha, min_pairs=min_pairs).to_pylist()
+
+    def trend(self, metric: str | None = None, target: str | None = None, dataset: str | None = None,
+              by: str = "all") -> list[dict[str, Any]]:
+        return run_query(self.con, "trend", metric=metric, target=target, dataset=dataset,
+                         dimension=check_dimension(by)).to_pylist()
+
+    def target_name(self, run_id: str) -> str:
+        return scalar(self.con, "SELECT coalesce(target_name, target) FROM runs WHERE run_id = $r", r=run_id) or run_id

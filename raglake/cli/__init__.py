@@ -1,0 +1,182 @@
+"""The `raglake` command line: run evaluations and ask the lake questions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from raglake.analysis import COMPARE_DIMENSIONS, DIMENSIONS, LakeQueries, check_dimension, latest_per_target
+from raglake.cli import render
+from raglake.errors import ConfigError, RaglakeError
+from raglake.lake.query import run_sql
+from raglake.lake.store import Lake
+from raglake.metrics.registry import all_metrics
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
+
+LakeOpt = Annotated[Optional[str], typer.Option("--lake", help="Lake root (default $RAGLAKE_LAKE or data/lake).")]
+HEADLINE_FAMILIES = ("retrieval", "abstention")
+MAX_SLICE_ROWS = 20
+
+
+def _split(values: Optional[list[str]]) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def _headline(rows: list[dict], chosen: list[str]) -> list[str]:
+    if chosen:
+        return chosen
+    seen = {r["metric"]: r for r in rows if r["n"]}
+    return [m.name for m in all_metrics(level="case") if m.name in seen and m.family in HEADLINE_FAMILIES]
+
+
+def print_run_summary(q: LakeQueries, run_id: str) -> None:
+    rows = [r for r in q.breakdown([run_id], "all") if r["n_rows"]]
+    render.console.print(render.summary_table(rows, f"run {run_id} · {q.target_name(run_id)}"))
+    figures = [f for f in q.figures([run_id]) if f["metric"] != "stage_seconds"]
+    if figures:
+        render.console.print(render.figures_table(figures, "run-level figures"))
+
+
+def print_comparison(q: LakeQueries, run_a: str, run_b: str, *, by: str = "all", only_changes: bool = False,
+                     n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    rows = q.compare(run_a, run_b, n_boot=n_boot, seed=seed)
+    name_a, name_b = q.target_name(run_a), q.target_name(run_b)
+    shown = [r for r in rows if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])]
+    title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
+    render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
+    flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
+    if by == "all" and flagged:
+        flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"])))
+        title = f"slices where the difference is real (95% CI excludes 0): {len(flagged)}"
+        if len(flagged) > MAX_SLICE_ROWS:
+            title += f", the {MAX_SLICE_ROWS} largest shown (all: raglake compare {run_a} {run_b} --by any --changes)"
+        render.console.print(render.comparison_table(flagged[:MAX_SLICE_ROWS], f"A: {name_a}", f"B: {name_b}", title))
+    return rows
+
+
+@app.command()
+def run(
+    golden: Annotated[Optional[Path], typer.Option(help="Golden set (JSONL, JSON or YAML). Default: the bundled sample.")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", "-t", help="replay:FILE or replay-run:RUN_ID; repeat to compare several.")] = None,
+    k: Annotated[int, typer.Option(help="Top-K cut-off for retrieval metrics.")] = 5,
+    lake: LakeOpt = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Run id to use (one target only).")] = None,
+    labels: Annotated[Optional[Path], typer.Option(help="Human label annotation file (JSONL of {case_id, chunks, answers}).")] = None,
+    metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these case-level metrics (comma-separated).")] = None,
+    require_snippets: Annotated[bool, typer.Option(help="A chunk matches a support only if it holds one of its snippets.")] = False,
+    batch_size: Annotated[int, typer.Option(help="Cases per capture/scoring task.")] = 100,
+) -> None:
+    """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
+    from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS, plan_run
+
+    targets = target or list(SAMPLE_TARGETS)
+    if run_id and len(targets) > 1:
+        raise ConfigError("--run-id names one run; give a single --target with it")
+    options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
+                   metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size)
+    for spec in targets:  # check every input before the first run starts
+        plan_run(target=spec, run_id=run_id, **options)
+    from flows.evaluate import evaluate
+
+    run_ids = [evaluate(target=spec, run_id=run_id, **options) for spec in targets]
+    q = LakeQueries(Lake(lake))
+    for rid in run_ids:
+        print_run_summary(q, rid)
+    for other in run_ids[1:]:
+        print_comparison(q, run_ids[0], other)
+    render.console.print(f"landed run(s): {' '.join(run_ids)}  (lake: {q.lake.url})")
+
+
+@app.command()
+def runs(lake: LakeOpt = None, limit: Annotated[int, typer.Option(help="How many runs to list.")] = 50) -> None:
+    """List the runs in the lake, newest first."""
+    render.console.print(render.rows_table(LakeQueries(Lake(lake)).runs(limit), "runs"))
+
+
+@app.command()
+def breakdown(
+    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix, 'latest' or 'latest~N'; repeatable. Default: latest (with --by target: the latest run of every target).")] = None,
+    by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "category",
+    metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Metrics to show (default: retrieval and abstention).")] = None,
+    long: Annotated[bool, typer.Option("--long", help="One row per slice × metric, with status counts.")] = False,
+    lake: LakeOpt = None,
+) -> None:
+    """Every case-level metric of a run by slice: n and mean."""
+    check_dimension(by)
+    q = LakeQueries(Lake(lake))
+    run_ids = q.run_ids(run) if run else (latest_per_target(q.con) if by == "target" else q.run_ids(["latest"]))
+    rows = q.breakdown(run_ids, by)
+    chosen = _split(metrics)
+    if long:
+        render.console.print(render.rows_table(rows, f"breakdown by {by}", 5000))
+        return
+    render.console.print(render.pivot_table(rows, _headline(rows, chosen), f"breakdown by {by}: mean (n) · runs {', '.join(run_ids)}"))
+
+
+@app.command()
+def compare(
+    run_a: Annotated[str, typer.Argument(help="Baseline run (id, prefix or latest~N).")],
+    run_b: Annotated[str, typer.Argument(help="Candidate run.")],
+    by: Annotated[str, typer.Option(help=f"Slice dimension to show: {', '.join(COMPARE_DIMENSIONS)} or 'any'.")] = "all",
+    changes: Annotated[bool, typer.Option("--changes", help="Only rows where the CI excludes zero.")] = False,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    lake: LakeOpt = None,
+) -> None:
+    """Run B against run A per metric and slice, with a paired bootstrap 95% CI."""
+    if by != "any":
+        check_dimension(by, COMPARE_DIMENSIONS)
+    q = LakeQueries(Lake(lake))
+    a, b = q.run_ids([run_a])[0], q.run_ids([run_b])[0]
+    print_comparison(q, a, b, by=by, only_changes=changes, n_boot=n_boot, seed=seed)
+
+
+@app.command()
+def trend(
+    metric: Annotated[Optional[str], typer.Option(help="One metric (default all).")] = None,
+    target: Annotated[Optional[str], typer.Option(help="Only runs of this target.")] = None,
+    by: Annotated[str, typer.Option(help="Slice dimension.")] = "all",
+    lake: LakeOpt = None,
+) -> None:
+    """A metric over runs, oldest first."""
+    rows = LakeQueries(Lake(lake)).trend(metric, target, None, by)
+    render.console.print(render.rows_table(rows, "trend", 5000))
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="A SELECT over the lake views (runs, cases, chunks, scores, scores_latest, labels, coverage, run_metrics, case_slices, metrics).")],
+    lake: LakeOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
+) -> None:
+    """Run SQL over the lake and print the result."""
+    table = run_sql(LakeQueries(Lake(lake)).con, query)
+    if as_json:
+        for row in table.to_pylist():
+            print(json.dumps(row, default=str))
+    else:
+        render.console.print(render.arrow_table(table, max_rows=1000))
+
+
+@app.command("metrics")
+def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False) -> None:
+    """List the metric registry."""
+    from raglake.docs import metrics_markdown
+
+    if markdown:
+        print(metrics_markdown())
+        return
+    render.console.print(render.rows_table([m.as_row() for m in all_metrics()], "metrics", 500))
+
+
+def main() -> None:
+    try:
+        app()
+    except RaglakeError as e:
+        render.console.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)

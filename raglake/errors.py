@@ -1,0 +1,43 @@
+"""The project's exceptions: each says where the problem is and, when it can, what was meant."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class RaglakeError(Exception):
+    """Base class: every error raglake raises on purpose."""
+
+
+class InputError(RaglakeError):
+    """A bad input file: names the file, the line (1-based) and the field."""
+
+    def __init__(self, path: str, line: int | None, field: str | None, message: str):
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        where = self.path + (f":{line}" if line is not None else "")
+        what = f" field {field!r}:" if field else ""
+        super().__init__(f"{where}:{what} {message}")
+
+
+class ConfigError(RaglakeError):
+    """A bad option, target spec, metric name or run id."""
+
+
+class LakeError(RaglakeError):
+    """The lake cannot be read or written as asked."""
+
+
+class UnknownNameError(ConfigError):
+    """A name (metric, run, dimension, target kind) that is not known, with a suggestion."""
+
+    def __init__(self, kind: str, name: str, choices: Iterable[str]):
+        choices = sorted(choices)
+        listing = ", ".join(choices[:12]) + (" …" if len(choices) > 12 else "")
+        super().__init__(f"unknown {kind} {name!r}{did_you_mean(name, choices)}; known: {listing}")

@@ -1,0 +1,75 @@
+"""The lake on a filesystem (a local folder or any fsspec URL): append-only, atomic file writes,
+and the listing of a table's committed files."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from raglake.errors import LakeError
+from raglake.lake.tables import TABLES, TableSpec
+
+DEFAULT_LAKE = "data/lake"
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]*$")
+
+
+def lake_root(explicit: str | None = None) -> str:
+    """`--lake`, else $RAGLAKE_LAKE, else data/lake (relative to the working directory)."""
+    return explicit or os.environ.get("RAGLAKE_LAKE") or DEFAULT_LAKE
+
+
+class Lake:
+    def __init__(self, root: str | Path | None = None):
+        self.url = str(lake_root(str(root) if root else None))
+        self.fs, self.root = fsspec.core.url_to_fs(self.url)
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        self.is_local = "file" in protocols
+
+    def _dir(self, spec: TableSpec, partition_value: str) -> str:
+        value = str(partition_value)
+        if not _SAFE_VALUE.match(value):
+            raise LakeError(f"partition value {value!r} of table {spec.name} has characters a path cannot hold")
+        return f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}={value}"
+
+    def write(self, table: str, partition_value: str, data: pa.Table, stem: str, *, replace_uncommitted: bool = False) -> str:
+        """Write one new file atomically (temp name, then rename).
+
+        An existing file is never replaced, except a run's own files from an attempt that crashed
+        before its `runs` row landed (`replace_uncommitted`; readers never saw those files)."""
+        spec = TABLES[table]
+        if data.schema != spec.schema:
+            raise LakeError(f"data for {table} does not have the table's schema:\n{data.schema}")
+        folder = self._dir(spec, partition_value)
+        final = f"{folder}/{stem}.parquet"
+        if self.fs.exists(final) and not replace_uncommitted:
+            raise LakeError(f"{final} already exists; the lake is append-only")
+        tmp = f"{folder}/.{stem}.{uuid.uuid4().hex[:8]}.parquet.tmp"
+        self.fs.makedirs(folder, exist_ok=True)
+        try:
+            with self.fs.open(tmp, "wb") as f:
+                pq.write_table(data, f, compression="zstd")
+            self.fs.mv(tmp, final)
+        finally:
+            if self.fs.exists(tmp):
+                self.fs.rm(tmp)
+        return final
+
+    def files(self, table: str) -> list[str]:
+        """Every committed parquet file of a table (temporary files are never listed)."""
+        spec = TABLES[table]
+        pattern = f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}=*/*.parquet"
+        found = sorted(self.fs.glob(pattern))
+        return found if self.is_local else [self.fs.unstrip_protocol(f) for f in found]
+
+    def exists(self) -> bool:
+        return self.fs.exists(f"{self.root.rstrip('/')}/runs")
+
+    def snapshot(self) -> dict[str, int]:
+        """Number of files per table (tests use it to prove a failed run landed nothing)."""
+        return {t: len(self.files(t)) for t in TABLES}

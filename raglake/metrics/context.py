@@ -1,0 +1,121 @@
+"""What a case-level metric sees: one golden case, its capture and the run's scoring settings,
+with anchor matches and effective labels worked out once per case."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from raglake.anchors import anchor_matches
+from raglake.metrics import rules
+from raglake.schemas import ANSWER_LABELS, Capture, ChunkLabel, GoldenCase, RetrievedChunk
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """Run settings that change scores; they are part of every cache key and recorded on the run."""
+
+    k: int = 5
+    require_snippets: bool = False
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+
+
+@dataclass(frozen=True)
+class Label:
+    value: int
+    source: str
+
+
+class CaseContext:
+    def __init__(
+        self,
+        case: GoldenCase,
+        capture: Capture,
+        config: ScoringConfig,
+        *,
+        known_docs: frozenset[str] = frozenset(),
+        judge_labels: dict[str, Label] | None = None,
+    ):
+        self.case, self.capture, self.config = case, capture, config
+        self.known_docs = known_docs  # documents of the target's index manifest, when it has one
+        self.judge_labels = judge_labels or {}
+
+    @property
+    def k(self) -> int:
+        return self.config.k
+
+    @cached_property
+    def top(self) -> list[RetrievedChunk]:
+        """Ranks 1..K of what the target returned (fewer when it returned fewer)."""
+        return self.capture.top_k(self.k)
+
+    def matches_support(self, rel_path: str, segments: tuple[str, ...], text: str | None, index: int) -> bool:
+        s = self.case.gold_supports[index]
+        return anchor_matches(
+            rel_path, segments, s.rel_path, s.heading_path,
+            chunk_text=text, snippets=s.snippets, require_snippets=self.config.require_snippets,
+        )
+
+    @cached_property
+    def matches(self) -> list[frozenset[int]]:
+        """For each top-K chunk, the indexes of the gold supports it matches."""
+        n = len(self.case.gold_supports)
+        return [
+            frozenset(i for i in range(n) if self.matches_support(c.rel_path, c.heading_path, c.text, i))
+            for c in self.top
+        ]
+
+    def reference_matches(self, index: int) -> bool:
+        """Does any of the answer's references match gold support `index` (same anchor rule)?"""
+        return any(self.matches_support(r.rel_path, r.heading_path, None, index) for r in self.capture.references)
+
+    @cached_property
+    def chunk_labels(self) -> list[ChunkLabel | None]:
+        """For each top-K chunk, the most specific human chunk label whose anchor it lies under."""
+        labels = self.case.labels.chunks if self.case.labels else []
+        out: list[ChunkLabel | None] = []
+        for c in self.top:
+            found = [lab for lab in labels if anchor_matches(c.rel_path, c.heading_path, lab.rel_path, lab.heading_path)]
+            out.append(max(found, key=lambda lab: len(lab.heading_path)) if found else None)
+        return out
+
+    @cached_property
+    def human_answer_labels(self) -> dict[str, Label]:
+        """Answer labels from annotations that apply to this method and this exact answer."""
+        out: dict[str, Label] = {}
+        for entry in self.case.labels.answers if self.case.labels else []:
+            if entry.applies_to(self.capture.method, self.capture.answer):
+                for name in ANSWER_LABELS:
+                    value = getattr(entry, name)
+                    if value is not None:
+                        out[name] = Label(value, "human")
+        return out
+
+    @property
+    def annotated(self) -> bool:
+        """The case carries human labels of any kind."""
+        labels = self.case.labels
+        return bool(labels and (labels.chunks or labels.answers))
+
+    @cached_property
+    def rule_answer_labels(self) -> dict[str, Label]:
+        """z, f and d from the deterministic rules of METRICS.md §3."""
+        cap = self.capture
+        cited = rules.has_citation(cap.answer, cap.references)
+        fabricated = rules.fabricated_sources(cap.references, cap.retrieved, self.known_docs)
+        proper = rules.observed_action(cap) == self.case.expected_action
+        return {
+            "source_cited": Label(int(cited), "rule"),
+            "fabricated_source": Label(int(bool(fabricated)), "rule"),
+            "proper_action": Label(int(proper), "rule"),
+        }
+
+    def answer_label(self, name: str) -> Label | None:
+        """The effective answer label: human wins, then a judge's, then the deterministic rule."""
+        for source in (self.human_answer_labels, self.judge_labels, self.rule_answer_labels):
+            if name in source:
+                return source[name]
+        return None

@@ -1,0 +1,89 @@
+"""Run-level operational and latency figures (METRICS.md §6, seed 001) that captures provide."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from raglake.metrics.registry import RunValue, register
+from raglake.schemas import LATENCY_STAGES, Capture
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    captures: Sequence[Capture]
+    suite_seconds: float | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # raglake's own stages: capture, scoring, landing
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default, as Excel's PERCENTILE.INC)."""
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _latencies(run: RunInputs, q: float, name: str) -> list[RunValue]:
+    out = []
+    for stage in LATENCY_STAGES:
+        values = [getattr(c.latency_ms, stage) for c in run.captures if not c.failed]
+        values = [v for v in values if v is not None]
+        if values:
+            out.append(RunValue(name, percentile(values, q), stage, len(values), "ms"))
+    return out
+
+
+@register("latency_p50_ms", family="operational", scale="ms", higher_is_better=False, seed="001", level="run",
+          inputs=("latency_ms",))
+def latency_p50_ms(run: RunInputs) -> list[RunValue]:
+    """Median latency per stage (the target's own timings, and `wall` measured around the call)."""
+    return _latencies(run, 50, "latency_p50_ms")
+
+
+@register("latency_p95_ms", family="operational", scale="ms", higher_is_better=False, seed="001", level="run",
+          inputs=("latency_ms",))
+def latency_p95_ms(run: RunInputs) -> list[RunValue]:
+    """95th-percentile latency per stage."""
+    return _latencies(run, 95, "latency_p95_ms")
+
+
+def _rate(run: RunInputs, status: str, name: str) -> list[RunValue]:
+    n = len(run.captures)
+    if n == 0:
+        return []
+    return [RunValue(name, sum(c.status == status for c in run.captures) / n, None, n, "share")]
+
+
+@register("error_rate", family="operational", scale="0-1", higher_is_better=False, seed="001", level="run",
+          inputs=("status",))
+def error_rate(run: RunInputs) -> list[RunValue]:
+    """Share of cases whose capture failed (status error)."""
+    return _rate(run, "error", "error_rate")
+
+
+@register("timeout_rate", family="operational", scale="0-1", higher_is_better=False, seed="001", level="run",
+          inputs=("status",))
+def timeout_rate(run: RunInputs) -> list[RunValue]:
+    """Share of cases whose capture timed out."""
+    return _rate(run, "timeout", "timeout_rate")
+
+
+@register("empty_response_rate", family="operational", scale="0-1", higher_is_better=False, seed="001",
+          level="run", inputs=("status", "answer"))
+def empty_response_rate(run: RunInputs) -> list[RunValue]:
+    """Share of cases that returned an empty answer."""
+    return _rate(run, "empty", "empty_response_rate")
+
+
+@register("suite_seconds", family="operational", scale="seconds", higher_is_better=False, seed="001", level="run")
+def suite_seconds(run: RunInputs) -> list[RunValue]:
+    """Wall time of the whole run."""
+    if run.suite_seconds is None:
+        return []
+    return [RunValue("suite_seconds", run.suite_seconds, None, len(run.captures), "seconds")]
+
+
+@register("stage_seconds", family="operational", scale="seconds", higher_is_better=False, seed="001", level="run")
+def stage_seconds(run: RunInputs) -> list[RunValue]:
+    """Wall time of each of raglake's own stages (capture, scoring, landing)."""
+    return [RunValue("stage_seconds", s, stage, len(run.captures), "seconds") for stage, s in run.stage_seconds.items()]

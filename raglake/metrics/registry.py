@@ -1,0 +1,142 @@
+"""The metric registry: every metric is registered once, with its metadata, next to its function.
+Flows, the CLI, the docs table and the SQL `metrics` view all read this registry."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from raglake.errors import UnknownNameError
+
+STATUSES = ("ok", "undefined", "judge_error", "parse_error", "skipped")
+FAMILIES = ("retrieval", "label", "abstention", "embedding", "judge", "operational")
+LEVELS = ("case", "run")
+APPLIES_TO = ("all", "answerable", "unanswerable")
+
+
+@dataclass(frozen=True)
+class Score:
+    """One metric value for one case: only `ok` carries a number; every other status carries NaN and a reason."""
+
+    value: float
+    status: str = "ok"
+    reason: str | None = None
+    source: str | None = None  # label source (human, rule, judge:<model>) where the value comes from labels
+
+    @staticmethod
+    def ok(value: float, source: str | None = None, reason: str | None = None) -> Score:
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError("an ok score needs a number; use Score.undefined(reason)")
+        return Score(value, "ok", reason, source)
+
+    @staticmethod
+    def undefined(reason: str) -> Score:
+        return Score(math.nan, "undefined", reason)
+
+    @staticmethod
+    def skipped(reason: str) -> Score:
+        return Score(math.nan, "skipped", reason)
+
+
+@dataclass(frozen=True)
+class RunValue:
+    """One run-level figure: a metric, optionally for one stage, over n cases."""
+
+    metric: str
+    value: float
+    stage: str | None = None
+    n: int = 0
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    family: str
+    version: str
+    scale: str
+    higher_is_better: bool | None
+    level: str
+    seed: str
+    description: str
+    fn: Callable[..., Any] = field(repr=False, compare=False)
+    applies_to: str = "all"
+    inputs: tuple[str, ...] = ()
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "metric": self.name, "family": self.family, "version": self.version, "scale": self.scale,
+            "higher_is_better": self.higher_is_better, "level": self.level, "seed": self.seed,
+            "applies_to": self.applies_to, "inputs": ",".join(self.inputs), "description": self.description,
+        }
+
+
+_REGISTRY: dict[str, Metric] = {}
+
+
+def register(
+    name: str,
+    *,
+    family: str,
+    scale: str,
+    higher_is_better: bool | None,
+    seed: str,
+    version: str = "1",
+    level: str = "case",
+    applies_to: str = "all",
+    inputs: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register `fn` under `name`; the first docstring line becomes the description."""
+    if family not in FAMILIES or level not in LEVELS or applies_to not in APPLIES_TO:
+        raise ValueError(f"bad metadata for metric {name!r}: {family=}, {level=}, {applies_to=}")
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in _REGISTRY:
+            raise ValueError(f"metric {name!r} registered twice")
+        doc = (fn.__doc__ or "").strip().splitlines()
+        _REGISTRY[name] = Metric(
+            name, family, version, scale, higher_is_better, level, seed, doc[0] if doc else "",
+            fn, applies_to, inputs,
+        )
+        return fn
+
+    return wrap
+
+
+def _load_builtin_metrics() -> None:
+    # importing the modules registers their metrics
+    from raglake.metrics import abstention, labels, operational, retrieval  # noqa: F401
+
+
+def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
+    _load_builtin_metrics()
+    return [
+        m for m in _REGISTRY.values()
+        if (level is None or m.level == level) and (family is None or m.family == family)
+    ]
+
+
+def get_metric(name: str) -> Metric:
+    _load_builtin_metrics()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownNameError("metric", name, _REGISTRY) from None
+
+
+def select_metrics(names: list[str] | None, level: str = "case") -> list[Metric]:
+    """The named metrics (validated, with 'did you mean'), or every metric of the level."""
+    if not names:
+        return all_metrics(level=level)
+    chosen = [get_metric(n) for n in names]
+    wrong = [m.name for m in chosen if m.level != level]
+    if wrong:
+        raise UnknownNameError(f"{level}-level metric", wrong[0], [m.name for m in all_metrics(level)])
+    return chosen
+
+
+def metric_versions(metrics: list[Metric]) -> dict[str, str]:
+    return {m.name: m.version for m in metrics}

@@ -1,0 +1,168 @@
+"""Anchor-based retrieval metrics (METRICS.md §2; seeds 000, 001). Pure formulas first, then the
+registered metrics that feed them from a case."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from raglake.anchors import path_under_folder
+from raglake.metrics.context import CaseContext
+from raglake.metrics.registry import Score, register
+
+# ---- pure formulas ---------------------------------------------------------------------------
+
+
+def reciprocal_rank(relevant_ranks: Sequence[int]) -> float:
+    """1 / the smallest rank that is relevant, 0 when none is."""
+    return 1.0 / min(relevant_ranks) if relevant_ranks else 0.0
+
+
+def dcg(grades_by_rank: Sequence[tuple[int, float]]) -> float:
+    """DCG = Σ (2^grade − 1) / log2(rank + 1) over (rank, grade) pairs (exponential gains)."""
+    return sum((2.0**g - 1.0) / math.log2(r + 1) for r, g in grades_by_rank if g > 0)
+
+
+def ideal_dcg(grades: Sequence[float], k: int) -> float:
+    """DCG of the K best grades placed at ranks 1..K."""
+    best = sorted((g for g in grades if g > 0), reverse=True)[:k]
+    return dcg(list(enumerate(best, start=1)))
+
+
+def label_grade(topically_relevant: int | None, evidence_sufficient: int | None) -> int:
+    """Seed 000: 2 if evidence_sufficient, 1 if topically_relevant only, else 0."""
+    return 2 if evidence_sufficient == 1 else (1 if topically_relevant == 1 else 0)
+
+
+def support_grade(required: bool, has_snippets: bool) -> int:
+    """METRICS.md §2: 2 if the support is required or has snippets, else 1."""
+    return 2 if (required or has_snippets) else 1
+
+
+# ---- registered metrics ----------------------------------------------------------------------
+
+_NO_SUPPORTS = "no_gold_supports"
+
+
+@register("recall_any_at_k", family="retrieval", scale="binary", higher_is_better=True, seed="001",
+          applies_to="answerable", inputs=("retrieved", "gold_supports"))
+def recall_any_at_k(ctx: CaseContext) -> Score:
+    """1 if any top-K chunk matches any gold support, else 0."""
+    if not ctx.case.gold_supports:
+        return Score.undefined(_NO_SUPPORTS)
+    return Score.ok(float(any(ctx.matches)))
+
+
+@register("recall_all_at_k", family="retrieval", scale="binary", higher_is_better=True, seed="001",
+          inputs=("retrieved", "gold_supports", "required_support_groups"))
+def recall_all_at_k(ctx: CaseContext) -> Score:
+    """1 if every required support group has a top-K match, else 0."""
+    groups = ctx.case.required_support_groups
+    if not groups:
+        return Score.undefined("no_required_groups")
+    hit = set().union(*ctx.matches) if ctx.matches else set()
+    return Score.ok(float(all(any(i in hit for i in group) for group in groups)))
+
+
+@register("mrr_at_k", family="retrieval", scale="0-1", higher_is_better=True, seed="001,000",
+          applies_to="answerable", inputs=("retrieved", "gold_supports"))
+def mrr_at_k(ctx: CaseContext) -> Score:
+    """1 / rank of the first top-K chunk matching a gold support, 0 if none."""
+    if not ctx.case.gold_supports:
+        return Score.undefined(_NO_SUPPORTS)
+    return Score.ok(reciprocal_rank([c.rank for c, m in zip(ctx.top, ctx.matches) if m]))
+
+
+@register("precision_at_k", family="retrieval", scale="0-1", higher_is_better=True, seed="001",
+          applies_to="answerable", inputs=("retrieved", "gold_supports"))
+def precision_at_k(ctx: CaseContext) -> Score:
+    """(# top-K chunks matching any gold support) / K; missing ranks count as not relevant."""
+    if not ctx.case.gold_supports:
+        return Score.undefined(_NO_SUPPORTS)
+    return Score.ok(sum(1 for m in ctx.matches if m) / ctx.k)
+
+
+def _ndcg_grades(ctx: CaseContext) -> tuple[list[tuple[int, float]], list[float]]:
+    """(rank, grade) of the top-K chunks and the grades of the known relevant set.
+
+    A chunk's grade comes from its human labels when labelled, otherwise from the gold support it
+    matches. Each relevance unit (a gold support, or a labelled passage matching no support) is
+    credited once, at its first chunk; the ideal set holds each unit at the best grade seen for it.
+    """
+    supports = ctx.case.gold_supports
+    ideal: dict[object, float] = {i: support_grade(s.required, bool(s.snippets)) for i, s in enumerate(supports)}
+    credited: set[object] = set()
+    ranked: list[tuple[int, float]] = []
+    for chunk, matched, label in zip(ctx.top, ctx.matches, ctx.chunk_labels):
+        labelled = label is not None and (label.topically_relevant is not None or label.evidence_sufficient is not None)
+        unit: object | None = next((i for i in sorted(matched) if i not in credited), None)
+        if unit is None and labelled and not matched:
+            unit = ("label", label.rel_path, label.heading_path)
+            if unit in credited:
+                unit = None
+        if unit is None:
+            ranked.append((chunk.rank, 0.0))
+            continue
+        grade = float(label_grade(label.topically_relevant, label.evidence_sufficient)) if labelled else ideal[unit]
+        ideal[unit] = max(ideal.get(unit, 0.0), grade)
+        credited.add(unit)
+        ranked.append((chunk.rank, grade))
+    return ranked, list(ideal.values())
+
+
+@register("ndcg_at_k", family="retrieval", scale="0-1", higher_is_better=True, seed="000,001",
+          inputs=("retrieved", "gold_supports", "labels"))
+def ndcg_at_k(ctx: CaseContext) -> Score:
+    """DCG@K / IDCG@K with graded gains 2^g − 1; a gold support is credited once, at its first match."""
+    if not ctx.case.gold_supports and not any(ctx.chunk_labels):
+        return Score.undefined("no_gold_supports_or_labels")
+    ranked, ideal_grades = _ndcg_grades(ctx)
+    idcg = ideal_dcg(ideal_grades, ctx.k)
+    if idcg == 0:
+        return Score.undefined("idcg_zero")
+    return Score.ok(dcg(ranked) / idcg)
+
+
+@register("scope_miss", family="retrieval", scale="binary", higher_is_better=False, seed="001",
+          inputs=("folder_mode", "selected_folders", "gold_supports"))
+def scope_miss(ctx: CaseContext) -> Score:
+    """With folder selection on: 1 if no gold support's rel_path lies under a selected folder."""
+    if ctx.capture.folder_mode not in ("on", "on_with_fallback"):
+        return Score.undefined("folder_mode_off")
+    if not ctx.case.gold_supports:
+        return Score.undefined(_NO_SUPPORTS)
+    folders = ctx.capture.selected_folders
+    inside = any(path_under_folder(s.rel_path, f) for s in ctx.case.gold_supports for f in folders)
+    return Score.ok(0.0 if inside else 1.0)
+
+
+@register("attribution_hit", family="retrieval", scale="binary", higher_is_better=True, seed="001",
+          applies_to="answerable", inputs=("references", "gold_supports"))
+def attribution_hit(ctx: CaseContext) -> Score:
+    """1 if any of the answer's references matches a gold support (same anchor rule), else 0."""
+    if not ctx.case.gold_supports:
+        return Score.undefined(_NO_SUPPORTS)
+    return Score.ok(float(any(ctx.reference_matches(i) for i in range(len(ctx.case.gold_supports)))))
+
+
+@register("recency_rule_ok", family="retrieval", scale="binary", higher_is_better=True, seed="001",
+          inputs=("references", "gold_supports", "recency_conflict_rule", "labels"))
+def recency_rule_ok(ctx: CaseContext) -> Score:
+    """cite_newer: cites the newest support; cite_both: cites every support; acknowledge_both: cite_both and acknowledges the conflict."""
+    rule = ctx.case.recency_conflict_rule
+    if rule is None:
+        return Score.undefined("no_recency_rule")
+    supports = ctx.case.gold_supports
+    if not supports:
+        return Score.undefined(_NO_SUPPORTS)
+    if rule == "cite_newer":
+        newest = max(s.date for s in supports if s.date)
+        targets = [i for i, s in enumerate(supports) if s.date == newest]
+        return Score.ok(float(any(ctx.reference_matches(i) for i in targets)))
+    cites_all = all(ctx.reference_matches(i) for i in range(len(supports)))
+    if rule == "cite_both" or not cites_all:
+        return Score.ok(float(cites_all))
+    label = ctx.answer_label("acknowledges_conflict")
+    if label is None:
+        return Score.skipped("no_judge")
+    return Score.ok(float(label.value), source=label.source)

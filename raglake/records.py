@@ -1,0 +1,146 @@
+"""Reading JSONL, JSON-list and YAML record files with the line of every record, and turning
+validation errors into messages that name file, line and field."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from raglake.errors import InputError, did_you_mean
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One object of a record file, with the 1-based line it starts on (and its keys' lines)."""
+
+    line: int
+    data: Any
+    key_lines: dict[str, int] = field(default_factory=dict)
+
+
+def read_records(path: str | Path, *, list_key: str = "cases") -> list[Record]:
+    """Records of a .jsonl/.ndjson, .json (a list, or an object holding `list_key`) or .yaml file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(str(path), None, None, "file not found")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return _yaml_records(path, text, list_key)
+    if suffix == ".json":
+        return _json_list_records(path, text, list_key)
+    return _jsonl_records(path, text)
+
+
+def _jsonl_records(path: Path, text: str) -> list[Record]:
+    out = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("//"):
+            continue
+        try:
+            out.append(Record(number, json.loads(raw)))
+        except json.JSONDecodeError as e:
+            raise InputError(str(path), number, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+    return out
+
+
+def _json_list_records(path: Path, text: str, list_key: str) -> list[Record]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), e.lineno, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+    if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
+        start = text.index("[", text.index(f'"{list_key}"'))
+        doc = doc[list_key]
+    elif isinstance(doc, list):
+        start = text.index("[")
+    else:
+        raise InputError(str(path), 1, None, f"expected a JSON list of objects or an object with a {list_key!r} list")
+    decoder, pos, out = json.JSONDecoder(), start + 1, []
+    for item in doc:  # walk the text again to learn where each element starts
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        _, end = decoder.raw_decode(text, pos)
+        out.append(Record(text.count("\n", 0, pos) + 1, item))
+        pos = end
+    return out
+
+
+def _yaml_records(path: Path, text: str, list_key: str) -> list[Record]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise InputError(str(path), line, None, f"invalid YAML: {getattr(e, 'problem', e)}") from None
+    if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
+        node = next(v for k, v in node.value if k.value == list_key)
+        doc = doc[list_key]
+    elif not isinstance(doc, list):
+        raise InputError(str(path), 1, None, f"expected a YAML list of mappings or a mapping with a {list_key!r} list")
+    out = []
+    for item_node, item in zip(node.value, doc):
+        keys = {k.value: k.start_mark.line + 1 for k, _ in item_node.value} if isinstance(item, dict) else {}
+        out.append(Record(item_node.start_mark.line + 1, item, keys))
+    return out
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    name = ""
+    for part in loc:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name
+
+
+def validate_record(record: Record, model: type[M], path: str | Path) -> M:
+    """The record as `model`, or an InputError naming file, line and the first bad field."""
+    if not isinstance(record.data, dict):
+        raise InputError(str(path), record.line, None, f"expected an object, got {type(record.data).__name__}")
+    try:
+        return model.model_validate(record.data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        field_name = _field_name(loc) or None
+        line = record.key_lines.get(str(loc[0]), record.line) if loc else record.line
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_fields(model, loc)
+            message = f"unknown field{did_you_mean(str(loc[-1]), allowed)}"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        elif "input" in err and err["type"] not in ("value_error",) and not isinstance(err["input"], (dict, list)):
+            message += f" (got {err['input']!r})"
+        more = len(e.errors()) - 1
+        if more:
+            message += f" (and {more} more error{'s' if more > 1 else ''} in this record)"
+        raise InputError(str(path), line, field_name, message) from None
+
+
+def _allowed_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names valid at `loc` (walks nested models so suggestions fit the nesting level)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int) or current is None:
+            continue
+        info = getattr(current, "model_fields", {}).get(part)
+        current = _inner_model(info.annotation) if info else None
+    return list(getattr(current, "model_fields", {}) or model.model_fields)
+
+
+def _inner_model(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None

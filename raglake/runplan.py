@@ -1,0 +1,152 @@
+"""Everything a run needs, resolved and validated before any work or write happens; and the
+content keys that make repeated work a cache hit."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raglake import __version__
+from raglake.anchors import ANCHOR_RULE_VERSION
+from raglake.errors import ConfigError
+from raglake.golden import GoldenSet, load_golden, load_labels
+from raglake.lake.landing import RunRecord, is_committed
+from raglake.lake.store import Lake
+from raglake.metrics.context import ScoringConfig
+from raglake.metrics.registry import Metric, metric_versions, select_metrics
+from raglake.metrics.rules import RULES_VERSION
+from raglake.schemas import Capture, GoldenCase
+from raglake.targets import Target, make_target
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def project_path(*parts: str) -> str:
+    """A path inside the checkout, relative to the working directory when it lies beneath it."""
+    path = PROJECT_ROOT.joinpath(*parts)
+    rel = os.path.relpath(path)
+    return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()
+
+
+SAMPLE_GOLDEN = project_path("data", "golden", "sample.jsonl")
+SAMPLE_TARGETS = tuple(f"replay:{project_path('data', 'captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
+_RUN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    started_at: dt.datetime
+    golden: GoldenSet
+    target: Target
+    lake: Lake
+    metrics: list[Metric]
+    config: ScoringConfig
+    results_dir: str
+    batch_size: int
+
+    @property
+    def scoring_id(self) -> str:
+        return "s-" + digest([self.run_id, metric_versions(self.metrics), self.config.__dict__])[:12]
+
+    def batches(self) -> list[list[GoldenCase]]:
+        cases = self.golden.cases
+        return [cases[i : i + self.batch_size] for i in range(0, len(cases), self.batch_size)]
+
+    def record(self, finished_at: dt.datetime, n_cases: int) -> RunRecord:
+        return RunRecord(
+            run_id=self.run_id, started_at=self.started_at, finished_at=finished_at,
+            target=self.target.spec, target_kind=self.target.kind, target_name=self.target.name,
+            dataset_name=self.golden.name, dataset_path=self.golden.path, dataset_hash=self.golden.content_hash,
+            n_cases=n_cases, k=self.config.k, require_snippets=self.config.require_snippets,
+            code_version=code_version(), metric_versions=metric_versions(self.metrics),
+            config={"k": self.config.k, "require_snippets": self.config.require_snippets,
+                    "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
+                    "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION},
+        )
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def code_version() -> str:
+    """The package version, plus the git commit when running from a checkout."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__}+g{sha}" if sha else __version__
+
+
+def new_run_id(started_at: dt.datetime, target_name: str) -> str:
+    return f"r-{started_at:%Y%m%d-%H%M%S}-{target_name}-{uuid.uuid4().hex[:6]}"
+
+
+def results_dir(lake: Lake, explicit: str | None = None) -> str:
+    """Where Prefect persists task results: --results, $RAGLAKE_RESULTS, else <lake>/_results."""
+    return explicit or os.environ.get("RAGLAKE_RESULTS") or f"{lake.url.rstrip('/')}/_results"
+
+
+def plan_run(
+    *,
+    golden: str | Path = SAMPLE_GOLDEN,
+    target: str,
+    lake: str | None = None,
+    k: int = 5,
+    run_id: str | None = None,
+    labels: str | None = None,
+    metrics: list[str] | None = None,
+    require_snippets: bool = False,
+    batch_size: int = 100,
+    results: str | None = None,
+) -> RunPlan:
+    """Load and check every input; raises before anything is written."""
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
+    try:
+        config = ScoringConfig(k=k, require_snippets=require_snippets)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    the_lake = Lake(lake)
+    golden_set = load_golden(golden)
+    if labels:
+        golden_set = load_labels(labels, golden_set)
+    the_target = make_target(target, the_lake)
+    the_target.check(golden_set)
+    chosen = select_metrics(metrics)
+    started = dt.datetime.now(dt.timezone.utc)
+    if run_id is not None:
+        if not _RUN_ID.match(run_id):
+            raise ConfigError(f"run id {run_id!r} must start with a letter and use only letters, digits, '.', '_' and '-'")
+        if is_committed(the_lake, run_id):
+            raise ConfigError(f"run {run_id} is already in the lake at {the_lake.url}; choose another --run-id")
+    return RunPlan(
+        run_id=run_id or new_run_id(started, the_target.name), started_at=started, golden=golden_set,
+        target=the_target, lake=the_lake, metrics=chosen, config=config,
+        results_dir=results_dir(the_lake, results), batch_size=batch_size,
+    )
+
+
+def capture_key(target: Target, cases: list[GoldenCase]) -> str:
+    return "capture-" + digest([target.content_key(), [c.model_dump(mode="json") for c in cases]])[:32]
+
+
+def score_key(cases: list[GoldenCase], captures: list[Capture], versions: dict[str, str], config: ScoringConfig,
+              known_docs: frozenset[str]) -> str:
+    """Batch content + metric versions + scoring settings + rule versions: equal keys, equal scores."""
+    return "score-" + digest([
+        [c.model_dump(mode="json") for c in cases], [c.model_dump(mode="json") for c in captures],
+        versions, config.__dict__, sorted(known_docs), ANCHOR_RULE_VERSION, RULES_VERSION,
+    ])[:32]

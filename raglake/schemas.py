@@ -1,0 +1,246 @@
+"""The data model of DESIGN.md as pydantic models: golden cases, labels and captures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from raglake.anchors import heading_segments, heading_string, normalise_rel_path
+from raglake.errors import did_you_mean
+
+CATEGORIES = ("factual", "reasoning", "multi_hop", "recency_conflict", "general", "adversarial")
+DIFFICULTIES = ("easy", "medium", "hard")
+ACTIONS = ("answer", "clarify", "refuse")
+RECENCY_RULES = ("cite_newer", "cite_both", "acknowledge_both")
+CAPTURE_STATUSES = ("ok", "error", "timeout", "empty")
+FOLDER_MODES = ("off", "on", "on_with_fallback")
+CHUNK_LABELS = ("topically_relevant", "evidence_sufficient", "misleading")
+ANSWER_LABELS = (
+    "support_present", "unsupported_claim_present", "contradicted_claim_present", "source_cited",
+    "fabricated_source", "proper_action", "response_on_topic", "helpful", "incomplete",
+    "unsafe_content", "acknowledges_conflict",
+)
+
+
+def _choice(value: Any, choices: tuple[str, ...], kind: str) -> str:
+    """Canonical spelling of an enumerated value ('recency/conflict' -> 'recency_conflict')."""
+    if not isinstance(value, str):
+        raise ValueError(f"{kind} must be a string, got {type(value).__name__}")
+    canon = value.strip().lower().replace("/", "_").replace("-", "_").replace(" ", "_")
+    if canon in choices:
+        return canon
+    raise ValueError(f"unknown {kind} {value!r}{did_you_mean(canon, choices)}; expected one of {', '.join(choices)}")
+
+
+def _segments(value: Any) -> tuple[str, ...]:
+    if value is None or isinstance(value, (str, list, tuple)):
+        return heading_segments(value)
+    raise ValueError(f"heading_path must be a string like 'A > B' or a list of headings, got {type(value).__name__}")
+
+
+def _rel_path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"rel_path must be a string, got {type(value).__name__}")
+    return normalise_rel_path(value)
+
+
+HeadingPath = Annotated[tuple[str, ...], BeforeValidator(_segments)]
+RelPath = Annotated[str, BeforeValidator(_rel_path)]
+Binary = Annotated[int, Field(ge=0, le=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Anchor(_Strict):
+    rel_path: RelPath
+    heading_path: HeadingPath = ()
+
+    @property
+    def heading(self) -> str:
+        return heading_string(self.heading_path)
+
+
+class GoldSupport(Anchor):
+    snippets: list[str] = []
+    date: dt.date | None = None
+    required: bool = False
+
+
+class ChunkLabel(Anchor):
+    """Human relevance labels for a passage (by anchor), whichever run retrieves it."""
+
+    topically_relevant: Binary | None = None
+    evidence_sufficient: Binary | None = None
+    misleading: Binary | None = None
+
+
+class AnswerLabel(_Strict):
+    """Human labels for one captured answer; applies when method and answer hash match."""
+
+    method: str | None = None
+    answer_sha256: str | None = Field(default=None, min_length=8, pattern=r"^[0-9a-f]+$")
+    support_present: Binary | None = None
+    unsupported_claim_present: Binary | None = None
+    contradicted_claim_present: Binary | None = None
+    source_cited: Binary | None = None
+    fabricated_source: Binary | None = None
+    proper_action: Binary | None = None
+    response_on_topic: Binary | None = None
+    helpful: Binary | None = None
+    incomplete: Binary | None = None
+    unsafe_content: Binary | None = None
+    acknowledges_conflict: Binary | None = None
+
+    def applies_to(self, method: str | None, answer: str) -> bool:
+        if self.method is not None and self.method != method:
+            return False
+        return self.answer_sha256 is None or answer_sha256(answer).startswith(self.answer_sha256)
+
+
+class CaseLabels(_Strict):
+    chunks: list[ChunkLabel] = []
+    answers: list[AnswerLabel] = []
+
+
+def answer_sha256(answer: str) -> str:
+    return hashlib.sha256((answer or "").strip().encode("utf-8")).hexdigest()
+
+
+class GoldenCase(_Strict):
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    reference_answer: str | None = None
+    answerable: bool = True
+    category: str | None = None
+    difficulty: str | None = None
+    tags: list[str] = []
+    vault: str | None = None
+    expected_action: str | None = None
+    gold_supports: list[GoldSupport] = []
+    required_support_groups: list[list[int]] = []
+    recency_conflict_rule: str | None = None
+    labels: CaseLabels | None = None
+    metadata: dict[str, Any] = {}
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, v: str | None) -> str | None:
+        return None if v is None else _choice(v, CATEGORIES, "category")
+
+    @field_validator("difficulty")
+    @classmethod
+    def _difficulty(cls, v: str | None) -> str | None:
+        return None if v is None else _choice(v, DIFFICULTIES, "difficulty")
+
+    @field_validator("expected_action")
+    @classmethod
+    def _action(cls, v: str | None) -> str | None:
+        return None if v is None else _choice(v, ACTIONS, "expected_action")
+
+    @field_validator("recency_conflict_rule")
+    @classmethod
+    def _rule(cls, v: str | None) -> str | None:
+        return None if v is None else _choice(v, RECENCY_RULES, "recency_conflict_rule")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GoldenCase:
+        n = len(self.gold_supports)
+        for g, group in enumerate(self.required_support_groups):
+            if not group:
+                raise ValueError(f"required_support_groups[{g}] is empty")
+            bad = [i for i in group if not 0 <= i < n]
+            if bad:
+                raise ValueError(
+                    f"required_support_groups[{g}] names support index {bad[0]}, "
+                    f"but the case has {n} gold_supports (indexes 0..{n - 1})"
+                )
+        if self.recency_conflict_rule == "cite_newer" and not any(s.date for s in self.gold_supports):
+            raise ValueError("recency_conflict_rule 'cite_newer' needs gold_supports with a 'date'")
+        if self.expected_action is None:
+            self.expected_action = "answer" if self.answerable else "refuse"
+        return self
+
+
+class RetrievedChunk(Anchor):
+    rank: int = Field(ge=1)
+    text: str = ""
+    score: float | None = None
+    chunk_id: str | None = None
+
+
+class Reference(Anchor):
+    pass
+
+
+class Latency(_Strict):
+    """Stage timings in milliseconds: the target's own, plus `wall` measured around the call."""
+
+    folder_selection: float | None = Field(default=None, ge=0)
+    retrieval: float | None = Field(default=None, ge=0)
+    generation: float | None = Field(default=None, ge=0)
+    total: float | None = Field(default=None, ge=0)
+    wall: float | None = Field(default=None, ge=0)
+
+
+LATENCY_STAGES = tuple(Latency.model_fields)
+
+
+class Capture(_Strict):
+    """What a target returned for one case in one run."""
+
+    case_id: str = Field(min_length=1)
+    answer: str = ""
+    abstained: bool | None = None
+    references: list[Reference] = []
+    retrieved: list[RetrievedChunk] = []
+    method: str | None = None
+    status: Literal["ok", "error", "timeout", "empty"] = "ok"
+    error: str | None = None
+    latency_ms: Latency = Latency()
+    folder_mode: str | None = None
+    selected_folders: list[str] = []
+
+    @field_validator("case_id", mode="before")
+    @classmethod
+    def _id_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+    @field_validator("folder_mode")
+    @classmethod
+    def _folder_mode(cls, v: str | None) -> str | None:
+        return None if v is None else _choice(v, FOLDER_MODES, "folder_mode")
+
+    @model_validator(mode="after")
+    def _derive(self) -> Capture:
+        ranks = [c.rank for c in self.retrieved]
+        if len(set(ranks)) != len(ranks):
+            dup = sorted({r for r in ranks if ranks.count(r) > 1})
+            raise ValueError(f"retrieved has duplicate rank(s) {dup}")
+        if sorted(ranks) != ranks:
+            self.retrieved = sorted(self.retrieved, key=lambda c: c.rank)
+        if self.status == "ok" and not self.answer.strip() and not self.abstained:
+            self.status = "empty"
+        return self
+
+    @property
+    def failed(self) -> bool:
+        """The target gave no usable output (error or timeout)."""
+        return self.status in ("error", "timeout")
+
+    def top_k(self, k: int) -> list[RetrievedChunk]:
+        return [c for c in self.retrieved if c.rank <= k]

@@ -1,0 +1,111 @@
+"""Scoring a batch of cases with the registry's case-level metrics: long rows of scores, the
+labels each case carried (every source) and the retrieved chunks with the supports they match."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from raglake.anchors import heading_string
+from raglake.metrics.context import CaseContext, Label, ScoringConfig
+from raglake.metrics.registry import Metric, Score
+from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
+
+SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source")
+LABEL_COLUMNS = ("case_id", "level", "rank", "label", "value", "label_source")
+CHUNK_COLUMNS = ("case_id", "rank", "rel_path", "heading_path", "text", "score", "chunk_id", "in_top_k", "matched_supports")
+
+
+def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
+    return {c: [] for c in names}
+
+
+@dataclass
+class ScoredBatch:
+    scores: dict[str, list[Any]] = field(default_factory=lambda: _columns(SCORE_COLUMNS))
+    labels: dict[str, list[Any]] = field(default_factory=lambda: _columns(LABEL_COLUMNS))
+    chunks: dict[str, list[Any]] = field(default_factory=lambda: _columns(CHUNK_COLUMNS))
+
+    def extend(self, other: ScoredBatch) -> None:
+        for mine, theirs in ((self.scores, other.scores), (self.labels, other.labels), (self.chunks, other.chunks)):
+            for name, values in theirs.items():
+                mine[name].extend(values)
+
+
+def precondition(metric: Metric, case: GoldenCase, capture: Capture) -> Score | None:
+    """The `undefined` score every metric shares: failed capture, or a case the metric does not apply to."""
+    if capture.failed:
+        return Score.undefined("capture_failed")
+    if metric.applies_to == "answerable" and not case.answerable:
+        return Score.undefined("not_answerable")
+    if metric.applies_to == "unanswerable" and case.answerable:
+        return Score.undefined("answerable")
+    return None
+
+
+def score_context(ctx: CaseContext, metrics: Sequence[Metric]) -> list[tuple[Metric, Score]]:
+    return [(m, precondition(m, ctx.case, ctx.capture) or m.fn(ctx)) for m in metrics]
+
+
+def score_one(case: GoldenCase, capture: Capture, metric: str, *, k: int = 5, require_snippets: bool = False) -> Score:
+    """One metric for one case (handy in notebooks and tests)."""
+    from raglake.metrics.registry import get_metric
+
+    ctx = CaseContext(case, capture, ScoringConfig(k=k, require_snippets=require_snippets))
+    return score_context(ctx, [get_metric(metric)])[0][1]
+
+
+def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metric, Score]]) -> None:
+    for metric, score in scored:
+        out["case_id"].append(case_id)
+        out["metric"].append(metric.name)
+        out["value"].append(score.value)
+        out["status"].append(score.status)
+        out["reason"].append(score.reason)
+        out["metric_version"].append(metric.version)
+        out["label_source"].append(score.source)
+
+
+def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
+    def row(level: str, rank: int | None, name: str, label: Label) -> None:
+        for col, value in zip(LABEL_COLUMNS, (ctx.case.id, level, rank, name, label.value, label.source)):
+            out[col].append(value)
+
+    for chunk, lab in zip(ctx.top, ctx.chunk_labels):
+        for name in CHUNK_LABELS:
+            if lab is not None and getattr(lab, name) is not None:
+                row("chunk", chunk.rank, name, Label(getattr(lab, name), "human"))
+    if ctx.capture.failed:
+        return
+    for source in (ctx.human_answer_labels, ctx.judge_labels, ctx.rule_answer_labels):
+        for name in ANSWER_LABELS:
+            if name in source:
+                row("answer", None, name, source[name])
+
+
+def _add_chunks(out: dict[str, list[Any]], ctx: CaseContext) -> None:
+    n = len(ctx.case.gold_supports)
+    for chunk in ctx.capture.retrieved:
+        matched = [i for i in range(n) if ctx.matches_support(chunk.rel_path, chunk.heading_path, chunk.text, i)]
+        values = (ctx.case.id, chunk.rank, chunk.rel_path, heading_string(chunk.heading_path), chunk.text,
+                  chunk.score, chunk.chunk_id, chunk.rank <= ctx.k, matched)
+        for col, value in zip(CHUNK_COLUMNS, values):
+            out[col].append(value)
+
+
+def score_batch(
+    pairs: Iterable[tuple[GoldenCase, Capture]],
+    metrics: Sequence[Metric],
+    config: ScoringConfig,
+    *,
+    known_docs: frozenset[str] = frozenset(),
+) -> ScoredBatch:
+    """Scores (one row per case × metric), labels and chunks of a batch of (case, capture) pairs."""
+    batch = ScoredBatch()
+    for case, capture in pairs:
+        ctx = CaseContext(case, capture, config, known_docs=known_docs)
+        _add_scores(batch.scores, case.id, score_context(ctx, metrics))
+        _add_labels(batch.labels, ctx)
+        _add_chunks(batch.chunks, ctx)
+    return batch

@@ -1,0 +1,120 @@
+"""The replay target: captures read from a JSONL/JSON/YAML file, or from an earlier run in the lake."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+from raglake.errors import ConfigError, InputError, UnknownNameError, did_you_mean
+from raglake.golden import GoldenSet, load_imported_captures
+from raglake.lake.query import connect, fetch
+from raglake.lake.store import Lake
+from raglake.records import read_records, validate_record
+from raglake.schemas import Capture, GoldenCase
+from raglake.targets.base import safe_name
+
+
+def _missing(case: GoldenCase, where: str) -> Capture:
+    return Capture(case_id=case.id, status="error", error=f"no capture for this case in {where}")
+
+
+class _ReplayBase:
+    kind = "replay"
+    spec = name = ""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Capture] = {}
+
+    def capture(self, cases: list[GoldenCase]) -> list[Capture]:
+        return [self._by_id.get(c.id) or _missing(c, self.spec) for c in cases]
+
+    def known_docs(self) -> frozenset[str]:
+        return frozenset()
+
+    def _name_from_methods(self, fallback: str) -> str:
+        methods = Counter(c.method for c in self._by_id.values() if c.method)
+        return safe_name(methods.most_common(1)[0][0]) if methods else safe_name(fallback)
+
+
+class ReplayFile(_ReplayBase):
+    """`replay:FILE`: one capture per line (raglake's capture format, or a seed-003/RAGAS file)."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = Path(path)
+        self.spec = f"replay:{path}"
+        self._lines: dict[str, int] = {}
+        imported = load_imported_captures(self.path)
+        pairs = imported if imported is not None else [
+            (r, validate_record(r, Capture, self.path)) for r in read_records(self.path, list_key="captures")
+        ]
+        for record, capture in pairs:
+            if capture.case_id in self._by_id:
+                raise InputError(str(self.path), record.line, "case_id",
+                                 f"duplicate capture for case {capture.case_id!r} (first at line {self._lines[capture.case_id]})")
+            self._by_id[capture.case_id] = capture
+            self._lines[capture.case_id] = record.line
+        if not self._by_id:
+            raise InputError(str(self.path), None, None, "the capture file is empty")
+        self.name = self._name_from_methods(self.path.stem)
+        self._hash = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+
+    def content_key(self) -> str:
+        return f"replay-file:{self._hash}"
+
+    def check(self, golden: GoldenSet) -> None:
+        known = golden.by_id()
+        for case_id, line in self._lines.items():
+            if case_id not in known:
+                raise InputError(str(self.path), line, "case_id",
+                                 f"no case {case_id!r} in golden set {golden.path}{did_you_mean(case_id, known)}")
+
+
+class ReplayRun(_ReplayBase):
+    """`replay-run:RUN_ID`: the captures an earlier run landed in the lake (no target is called)."""
+
+    kind = "replay-run"
+
+    def __init__(self, run_id: str, lake: Lake):
+        super().__init__()
+        self.run_id, self.spec = run_id, f"replay-run:{run_id}"
+        con = connect(lake)
+        runs = [r[0] for r in fetch(con, "SELECT run_id FROM runs")]
+        if run_id not in runs:
+            raise UnknownNameError("run", run_id, runs)
+        cases = con.sql("SELECT * FROM cases WHERE run_id = $r ORDER BY case_id", params={"r": run_id})
+        chunks = con.sql("SELECT * FROM chunks WHERE run_id = $r ORDER BY case_id, rank", params={"r": run_id})
+        by_case: dict[str, list[dict]] = {}
+        for ch in chunks.to_arrow_table().to_pylist():
+            by_case.setdefault(ch["case_id"], []).append(
+                {k: ch[k] for k in ("rank", "rel_path", "heading_path", "text", "score", "chunk_id")}
+            )
+        for row in cases.to_arrow_table().to_pylist():
+            self._by_id[row["case_id"]] = _capture_from_row(row, by_case.get(row["case_id"], []))
+        self.name = self._name_from_methods(run_id)
+        digest = hashlib.sha256()
+        for cid in sorted(self._by_id):
+            digest.update(self._by_id[cid].model_dump_json().encode())
+        self._hash = digest.hexdigest()[:16]
+
+    def content_key(self) -> str:
+        return f"replay-run:{self._hash}"
+
+    def check(self, golden: GoldenSet) -> None:
+        unknown = sorted(set(self._by_id) - set(golden.by_id()))
+        if unknown:
+            raise ConfigError(
+                f"run {self.run_id} holds captures for {len(unknown)} case(s) not in {golden.path}, e.g. {unknown[0]!r}"
+            )
+
+
+def _capture_from_row(row: dict, chunks: list[dict]) -> Capture:
+    latency = {s: row[f"latency_{s}_ms"] for s in ("folder_selection", "retrieval", "generation", "total", "wall")}
+    return Capture(
+        case_id=row["case_id"], answer=row["answer"] or "", abstained=row["abstained"],
+        references=json.loads(row["references"] or "[]"), retrieved=chunks, method=row["method"],
+        status=row["capture_status"], error=row["capture_error"], latency_ms=latency,
+        folder_mode=row["folder_mode"], selected_folders=row["selected_folders"] or [],
+    )

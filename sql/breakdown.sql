@@ -1,0 +1,58 @@
+-- breakdown: every case-level metric of the given runs, by one dimension
+-- (all | category | difficulty | vault | answerable | target | method | tag).
+-- Only `ok` rows are averaged; the other statuses are counted beside n.
+-- Parameters: $run_ids (list of run ids), $dimension.
+WITH picked AS (
+    SELECT *
+    FROM scores_latest
+    WHERE list_contains($run_ids, run_id)
+),
+
+sliced AS (
+    SELECT
+        picked.*,
+        case_slices.slice
+    FROM picked
+    INNER JOIN case_slices
+        ON picked.run_id = case_slices.run_id
+        AND picked.case_id = case_slices.case_id
+        AND case_slices.dimension = $dimension
+),
+
+aggregated AS (
+    SELECT
+        sliced.run_id,
+        sliced.slice,
+        sliced.metric,
+        count(*) FILTER (WHERE sliced.status = 'ok') AS n,
+        avg(sliced.value) FILTER (WHERE sliced.status = 'ok') AS mean,
+        count(*) FILTER (WHERE sliced.status = 'undefined') AS n_undefined,
+        count(*) FILTER (WHERE sliced.status = 'skipped') AS n_skipped,
+        count(*) FILTER (WHERE sliced.status IN ('judge_error', 'parse_error')) AS n_failed,
+        count(*) AS n_rows
+    FROM sliced
+    GROUP BY ALL
+),
+
+final AS (
+    SELECT
+        aggregated.run_id,
+        coalesce(runs.target_name, runs.target) AS target,
+        $dimension AS dimension,
+        aggregated.slice,
+        aggregated.metric,
+        metrics.family,
+        metrics.higher_is_better,
+        aggregated.n,
+        aggregated.mean,
+        aggregated.n_undefined,
+        aggregated.n_skipped,
+        aggregated.n_failed,
+        aggregated.n_rows
+    FROM aggregated
+    INNER JOIN runs ON aggregated.run_id = runs.run_id
+    LEFT JOIN metrics ON aggregated.metric = metrics.metric
+)
+
+SELECT * FROM final
+ORDER BY run_id, slice, family, metric;

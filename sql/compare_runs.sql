@@ -1,0 +1,134 @@
+-- compare_runs: run B (candidate) against run A (baseline) for every metric and slice, paired by case.
+-- diff = mean_b - mean_a over cases scored `ok` in both runs. The 95% CI (for $alpha = 0.05) is a
+-- paired bootstrap: $n_boot resamples of the paired differences with replacement, drawn by a seeded
+-- hash so the same inputs always give the same interval. A slice is a regression when the metric
+-- moved the wrong way, the CI excludes zero, and it has at least $min_pairs pairs.
+-- Parameters: $run_a, $run_b, $n_boot, $seed, $alpha, $min_pairs.
+WITH slices AS (
+    SELECT case_id, dimension, slice
+    FROM case_slices
+    WHERE run_id = $run_b AND dimension NOT IN ('target', 'method')
+),
+
+pairs AS (
+    SELECT
+        b.metric,
+        slices.dimension,
+        slices.slice,
+        b.case_id,
+        a.value AS value_a,
+        b.value AS value_b,
+        b.value - a.value AS d
+    FROM scores_latest AS b
+    INNER JOIN scores_latest AS a
+        ON a.run_id = $run_a
+        AND a.case_id = b.case_id
+        AND a.metric = b.metric
+        AND a.status = 'ok'
+    INNER JOIN slices ON b.case_id = slices.case_id
+    WHERE b.run_id = $run_b AND b.status = 'ok'
+),
+
+indexed AS (
+    SELECT
+        *,
+        row_number() OVER (PARTITION BY metric, dimension, slice ORDER BY case_id) - 1 AS i,
+        count(*) OVER (PARTITION BY metric, dimension, slice) AS n
+    FROM pairs
+),
+
+sizes AS (
+    SELECT DISTINCT n FROM indexed
+),
+
+-- resample indexes depend only on the group size, so they are drawn once per size and shared
+draws AS (
+    SELECT
+        sizes.n,
+        reps.r,
+        hash($seed, sizes.n, reps.r, pick.j) % sizes.n AS i
+    FROM sizes
+    CROSS JOIN range($n_boot) AS reps (r)
+    CROSS JOIN LATERAL range(sizes.n) AS pick (j)
+),
+
+draw_counts AS (
+    SELECT n, r, i, count(*) AS times
+    FROM draws
+    GROUP BY ALL
+),
+
+replicates AS (
+    SELECT
+        indexed.metric,
+        indexed.dimension,
+        indexed.slice,
+        draw_counts.r,
+        sum(draw_counts.times * indexed.d) / any_value(indexed.n) AS mean_d
+    FROM indexed
+    INNER JOIN draw_counts
+        ON indexed.n = draw_counts.n
+        AND indexed.i = draw_counts.i
+    GROUP BY ALL
+),
+
+intervals AS (
+    SELECT
+        metric,
+        dimension,
+        slice,
+        quantile_cont(mean_d, $alpha / 2) AS ci_low,
+        quantile_cont(mean_d, 1 - $alpha / 2) AS ci_high
+    FROM replicates
+    GROUP BY ALL
+),
+
+summary AS (
+    SELECT
+        metric,
+        dimension,
+        slice,
+        count(*) AS n_pairs,
+        avg(value_a) AS mean_a,
+        avg(value_b) AS mean_b,
+        avg(d) AS diff
+    FROM pairs
+    GROUP BY ALL
+),
+
+final AS (
+    SELECT
+        summary.metric,
+        metrics.family,
+        metrics.higher_is_better,
+        summary.dimension,
+        summary.slice,
+        summary.n_pairs,
+        summary.mean_a,
+        summary.mean_b,
+        summary.diff,
+        intervals.ci_low,
+        intervals.ci_high,
+        coalesce(
+            summary.n_pairs >= $min_pairs
+            AND (
+                (metrics.higher_is_better AND intervals.ci_high < 0)
+                OR (NOT metrics.higher_is_better AND intervals.ci_low > 0)
+            ),
+            FALSE
+        ) AS regression,
+        coalesce(
+            summary.n_pairs >= $min_pairs
+            AND (
+                (metrics.higher_is_better AND intervals.ci_low > 0)
+                OR (NOT metrics.higher_is_better AND intervals.ci_high < 0)
+            ),
+            FALSE
+        ) AS improvement
+    FROM summary
+    LEFT JOIN intervals USING (metric, dimension, slice)
+    LEFT JOIN metrics ON summary.metric = metrics.metric
+)
+
+SELECT * FROM final
+ORDER BY dimension, slice, family, metric;

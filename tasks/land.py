@@ -1,0 +1,26 @@
+"""Land a finished run in the lake (the IO edge towards storage; retried, never cached)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prefect import task
+
+from raglake.lake.landing import RunRecord, land_run
+from raglake.lake.store import Lake
+from raglake.metrics.registry import RunValue
+from raglake.schemas import Capture, GoldenCase
+from raglake.scoring import ScoredBatch
+
+
+@task(name="land-run", retries=2, retry_delay_seconds=[1, 5])
+def land(
+    lake_url: str,
+    run: RunRecord,
+    cases: Sequence[GoldenCase],
+    captures: Sequence[Capture],
+    scored: ScoredBatch,
+    run_values: Sequence[RunValue],
+    scoring_id: str,
+) -> None:
+    land_run(Lake(lake_url), run, cases, captures, scored, run_values, scoring_id)

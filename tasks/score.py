@@ -1,0 +1,27 @@
+"""Score a batch of captured cases with the registry's case-level metrics (pure CPU, no retries)."""
+
+from __future__ import annotations
+
+from prefect import task
+
+from raglake.metrics.context import ScoringConfig
+from raglake.metrics.registry import get_metric
+from raglake.runplan import score_key
+from raglake.schemas import Capture, GoldenCase
+from raglake.scoring import ScoredBatch, score_batch
+
+
+@task(
+    name="score-batch",
+    persist_result=True,
+    cache_key_fn=lambda ctx, p: score_key(p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"]),
+)
+def score_cases(
+    cases: list[GoldenCase],
+    captures: list[Capture],
+    versions: dict[str, str],
+    config: ScoringConfig,
+    known_docs: frozenset[str],
+) -> ScoredBatch:
+    metrics = [get_metric(name) for name in versions]
+    return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs)

@@ -1,0 +1,25 @@
+"""Landing runs in a test lake without Prefect (the flow's steps, called directly)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from raglake.lake.landing import land_run
+from raglake.metrics.operational import RunInputs
+from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.runplan import plan_run
+from raglake.scoring import score_batch
+
+
+def land(lake: str, golden: str, target: str, run_id: str, *, minutes: int = 0, k: int = 5, **options) -> str:
+    """Score `target` on `golden` and land it as `run_id`, started `minutes` after a fixed instant."""
+    plan = plan_run(golden=golden, target=target, lake=lake, run_id=run_id, k=k, **options)
+    plan.started_at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=minutes)
+    captures = plan.target.capture(plan.golden.cases)
+    scored = score_batch(zip(plan.golden.cases, captures), plan.metrics, plan.config)
+    run_level = all_metrics(level="run")
+    values = [v for m in run_level for v in m.fn(RunInputs(captures))]
+    record = plan.record(plan.started_at + dt.timedelta(seconds=5), len(captures))
+    record.metric_versions.update(metric_versions(run_level))
+    land_run(plan.lake, record, plan.golden.cases, captures, scored, values, plan.scoring_id)
+    return run_id

@@ -1,0 +1,67 @@
+"""The command line as a user runs it: `raglake run` then `raglake breakdown`, and bad input that
+stops before anything lands."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from raglake.lake.store import Lake
+from tests.conftest import FIXTURES, ROOT
+
+RAGLAKE = [sys.executable, "-m", "raglake"]
+
+
+def _run(*args: str, lake: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAGLAKE_LAKE": lake, "COLUMNS": "200"}
+    done = subprocess.run([*RAGLAKE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if check and done.returncode != 0:
+        raise AssertionError(f"raglake {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+@pytest.mark.e2e
+def test_run_then_breakdown_and_compare(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    golden = str(FIXTURES / "mini_golden.jsonl")
+    out = _run("run", "--golden", golden, "--target", f"replay:{FIXTURES / 'mini_captures.jsonl'}", lake=lake).stdout
+    run_id = re.search(r"landed run\(s\): (\S+)", out).group(1)
+    assert "recall_any_at_k" in out and "error_rate" in out
+    runs = Lake(lake).files("runs")
+    assert len(runs) == 1 and runs[0].endswith(f"{run_id}.parquet")
+
+    out = _run("breakdown", "--by", "category", lake=lake).stdout
+    assert "breakdown by category" in out and "multi_hop" in out and "recall_all_at_k" in out
+
+    out = _run("sql", "SELECT metric, n FROM (SELECT metric, count(*) AS n FROM scores_latest GROUP BY metric) "
+               "WHERE metric = 'mrr_at_k'", "--json", lake=lake).stdout
+    assert '"n": 4' in out
+
+    out = _run("compare", run_id, "latest", lake=lake).stdout
+    assert "no clear change" in out
+
+
+@pytest.mark.e2e
+def test_bad_golden_file_exits_2_with_file_line_field_and_lands_nothing(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    bad = tmp_path / "golden.jsonl"
+    bad.write_text('{"id": "a", "question": "q"}\n{"id": "b", "question": "r", "difficulty": "hardd"}\n')
+    done = _run("run", "--golden", str(bad), "--target", f"replay:{FIXTURES / 'mini_captures.jsonl'}",
+                lake=lake, check=False)
+    assert done.returncode == 2
+    assert f"{bad}:2: field 'difficulty': unknown difficulty 'hardd' (did you mean 'hard'?)" in " ".join(done.stdout.split())
+    assert not Path(lake).exists()
+
+
+@pytest.mark.e2e
+def test_unknown_names_get_suggestions(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    done = _run("run", "--target", "replya:x.jsonl", lake=lake, check=False)
+    assert done.returncode == 2 and "did you mean 'replay'" in done.stdout
+    done = _run("run", "--metrics", "recall_any_at_5", lake=lake, check=False)
+    assert done.returncode == 2 and "did you mean 'recall_any_at_k'" in done.stdout

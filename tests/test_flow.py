@@ -1,0 +1,91 @@
+"""The `evaluate` flow under the session's Prefect test harness: it lands a run, a repeated run
+does no scoring work, and a run that crashed while landing resumes without scoring again."""
+
+from __future__ import annotations
+
+import pytest
+
+from raglake.analysis import LakeQueries
+from raglake.errors import InputError
+from raglake.lake.query import fetch, scalar
+from raglake.lake.store import Lake
+from tests.conftest import FIXTURES
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+GOLDEN = str(FIXTURES / "mini_golden.jsonl")
+TARGET = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
+
+
+@pytest.fixture
+def scoring_calls(monkeypatch) -> list[int]:
+    import tasks.score
+
+    calls: list[int] = []
+    original = tasks.score.score_batch
+
+    def counting(pairs, *args, **kwargs):
+        pairs = list(pairs)
+        calls.append(len(pairs))
+        return original(pairs, *args, **kwargs)
+
+    monkeypatch.setattr(tasks.score, "score_batch", counting)
+    return calls
+
+
+def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_calls: list[int]) -> None:
+    from flows.evaluate import evaluate
+
+    first = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
+    assert scoring_calls == [3, 1]  # two batches of cases were scored
+    q = LakeQueries(Lake(lake_dir))
+    assert [r["run_id"] for r in q.runs()] == [first]
+    assert scalar(q.con, "SELECT count(DISTINCT case_id) FROM scores") == 4
+
+    second = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
+    assert second != first
+    assert scoring_calls == [3, 1]  # nothing was scored again: both batches came from the result store
+    q = LakeQueries(Lake(lake_dir))
+    same = scalar(q.con, "SELECT count(*) FROM scores a JOIN scores b USING (case_id, metric) "
+        "WHERE a.run_id = $a AND b.run_id = $b AND a.status = b.status "
+        "AND (a.value = b.value OR (a.status <> 'ok' AND b.status <> 'ok'))", a=first, b=second)
+    assert same == scalar(q.con, "SELECT count(*) FROM scores WHERE run_id = $a", a=first)
+
+
+def test_changed_k_is_a_cache_miss(lake_dir: str, scoring_calls: list[int]) -> None:
+    from flows.evaluate import evaluate
+
+    evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir)
+    evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, k=3)
+    assert scoring_calls == [4, 4]
+
+
+def test_a_crashed_landing_resumes_with_cached_scores(lake_dir: str, scoring_calls: list[int], monkeypatch) -> None:
+    import flows.evaluate
+    import tasks.land
+    from flows.evaluate import evaluate
+
+    monkeypatch.setattr(flows.evaluate, "land", tasks.land.land.with_options(retry_delay_seconds=0))
+    original = tasks.land.land_run
+
+    def crash(*args, **kwargs):
+        raise OSError("connection to the object store dropped")
+
+    monkeypatch.setattr(tasks.land, "land_run", crash)
+    with pytest.raises(OSError):
+        evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume")
+    assert LakeQueries(Lake(lake_dir)).runs() == []
+    monkeypatch.setattr(tasks.land, "land_run", original)
+    assert evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume") == "r-resume"
+    assert scoring_calls == [4]  # scored once, before the crash
+    assert [r["run_id"] for r in LakeQueries(Lake(lake_dir)).runs()] == ["r-resume"]
+
+
+def test_bad_input_fails_the_flow_before_anything_is_written(lake_dir: str, tmp_path) -> None:
+    from flows.evaluate import evaluate
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "question": "q", "category": "factul"}\n')
+    with pytest.raises(InputError, match="did you mean 'factual'"):
+        evaluate(golden=str(bad), target=TARGET, lake=lake_dir)
+    assert Lake(lake_dir).snapshot() == {t: 0 for t in Lake(lake_dir).snapshot()}

@@ -1,0 +1,180 @@
+"""The SQL files over a lake of hand-made runs: views, breakdowns, the paired bootstrap comparison
+(checked against an independent numpy bootstrap) and trends."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from raglake.analysis import LakeQueries, resolve_run
+from raglake.errors import ConfigError, UnknownNameError
+from raglake.lake.query import fetch, run_query, scalar
+from raglake.lake.store import Lake
+from tests.conftest import FIXTURES
+from tests.lakekit import land
+
+N = 40
+
+
+def _golden(path: Path) -> str:
+    rows = []
+    for i in range(N):
+        rows.append({
+            "id": f"q{i:02d}", "question": f"question {i}", "category": "factual" if i % 2 else "reasoning",
+            "difficulty": ("easy", "medium", "hard")[i % 3], "tags": ["alpha", "beta"] if i % 4 == 0 else ["alpha"],
+            "vault": "work" if i < 30 else "personal",
+            "gold_supports": [{"rel_path": f"doc{i}.md", "heading_path": "T > S"}],
+        })
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return str(path)
+
+
+def _captures(path: Path, hit_rank: dict[int, int | None], method: str) -> str:
+    """One capture per case; the gold chunk sits at hit_rank[i] (None: not retrieved)."""
+    rows = []
+    for i in range(N):
+        chunks = [{"rank": r, "rel_path": f"noise{r}.md", "heading_path": "N", "text": "", "score": 1 - r / 10}
+                  for r in range(1, 6)]
+        if hit_rank.get(i):
+            chunks[hit_rank[i] - 1] = {**chunks[hit_rank[i] - 1], "rel_path": f"doc{i}.md", "heading_path": "T > S > P"}
+        rows.append({"case_id": f"q{i:02d}", "method": method, "answer": "an answer", "abstained": False,
+                     "retrieved": chunks})
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return f"replay:{path}"
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> tuple[LakeQueries, dict[str, dict[int, int | None]]]:
+    root = tmp_path_factory.mktemp("sqlake")
+    golden = _golden(root / "golden.jsonl")
+    rng = np.random.default_rng(7)
+    good = {i: int(rng.integers(1, 3)) for i in range(N)}  # always found, at rank 1 or 2
+    bad = {i: (good[i] if i < 12 else None) for i in range(N)}  # misses 28 of 40
+    noisy = {i: int(rng.integers(1, 6)) if rng.random() < 0.8 else None for i in range(N)}
+    lake_dir = str(root / "lake")
+    land(lake_dir, golden, _captures(root / "good.jsonl", good, "good"), "r-good", minutes=0)
+    land(lake_dir, golden, _captures(root / "bad.jsonl", bad, "bad"), "r-bad", minutes=1)
+    land(lake_dir, golden, _captures(root / "noisy.jsonl", noisy, "noisy"), "r-noisy", minutes=2)
+    land(lake_dir, golden, _captures(root / "good2.jsonl", good, "good"), "r-good-again", minutes=3)
+    return LakeQueries(Lake(lake_dir)), {"r-good": good, "r-bad": bad, "r-noisy": noisy}
+
+
+def _row(rows: list[dict], **match) -> dict:
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    assert len(found) == 1, (match, found)
+    return found[0]
+
+
+def test_breakdown_means_and_counts_match_hand_computation(lake) -> None:
+    q, hits = lake
+    rows = q.breakdown(["r-noisy"], "vault")
+    noisy = hits["r-noisy"]
+    for vault, ids in (("work", range(30)), ("personal", range(30, N))):
+        expected_mrr = np.mean([1 / noisy[i] if noisy[i] else 0.0 for i in ids])
+        row = _row(rows, slice=vault, metric="mrr_at_k")
+        assert row["n"] == len(ids) and math.isclose(row["mean"], expected_mrr)
+        assert row["target"] == "noisy" and row["n_undefined"] == 0
+    scope = _row(rows, slice="work", metric="scope_miss")
+    assert scope["n"] == 0 and scope["n_undefined"] == 30 and scope["mean"] is None
+
+
+def test_breakdown_by_tag_counts_a_case_in_each_of_its_tags(lake) -> None:
+    q, hits = lake
+    rows = q.breakdown(["r-bad"], "tag")
+    alpha, beta = _row(rows, slice="alpha", metric="recall_any_at_k"), _row(rows, slice="beta", metric="recall_any_at_k")
+    assert alpha["n"] == N and beta["n"] == N // 4
+    assert math.isclose(beta["mean"], np.mean([1.0 if hits["r-bad"][i] else 0.0 for i in range(0, N, 4)]))
+
+
+def test_breakdown_by_target_over_several_runs(lake) -> None:
+    q, _ = lake
+    rows = q.breakdown(["r-good", "r-bad"], "target")
+    assert {r["slice"] for r in rows} == {"good", "bad"}
+    assert _row(rows, slice="good", metric="recall_any_at_k")["mean"] == 1.0
+
+
+def test_compare_flags_a_real_regression_and_its_slices(lake) -> None:
+    q, hits = lake
+    rows = q.compare("r-good", "r-bad", n_boot=1000, seed=1)
+    overall = _row(rows, metric="recall_any_at_k", dimension="all", slice="all")
+    assert overall["n_pairs"] == N and math.isclose(overall["diff"], 12 / N - 1.0)
+    assert overall["regression"] and not overall["improvement"] and overall["ci_high"] < 0
+    assert _row(rows, metric="recall_any_at_k", dimension="vault", slice="personal")["regression"]
+
+
+def test_compare_identical_runs_shows_no_change(lake) -> None:
+    q, _ = lake
+    rows = q.compare("r-good", "r-good-again")
+    assert rows and all(r["diff"] == 0 and not r["regression"] and not r["improvement"] for r in rows)
+    overall = _row(rows, metric="mrr_at_k", dimension="all", slice="all")
+    assert overall["ci_low"] == 0 and overall["ci_high"] == 0
+
+
+def test_bootstrap_interval_agrees_with_numpy_and_is_reproducible(lake) -> None:
+    q, hits = lake
+    rows = q.compare("r-good", "r-noisy", n_boot=2000, seed=3)
+    row = _row(rows, metric="mrr_at_k", dimension="all", slice="all")
+    rr = lambda r: 1 / r if r else 0.0  # noqa: E731
+    d = np.array([rr(hits["r-noisy"][i]) - rr(hits["r-good"][i]) for i in range(N)])
+    assert math.isclose(row["diff"], d.mean())
+    rng = np.random.default_rng(0)
+    means = d[rng.integers(0, N, size=(20000, N))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert abs(row["ci_low"] - low) < 0.03 and abs(row["ci_high"] - high) < 0.03
+    again = _row(q.compare("r-good", "r-noisy", n_boot=2000, seed=3), metric="mrr_at_k", dimension="all", slice="all")
+    assert (again["ci_low"], again["ci_high"]) == (row["ci_low"], row["ci_high"])
+
+
+def test_min_pairs_keeps_tiny_slices_unflagged(lake) -> None:
+    q, _ = lake
+    rows = run_query(q.con, "compare_runs", run_a="r-good", run_b="r-bad", n_boot=200, seed=0, alpha=0.05,
+                     min_pairs=1000).to_pylist()
+    assert rows and not any(r["regression"] for r in rows)
+
+
+def test_trend_orders_runs_by_time(lake) -> None:
+    q, _ = lake
+    rows = q.trend("recall_any_at_k")
+    assert [r["run_id"] for r in rows] == ["r-good", "r-bad", "r-noisy", "r-good-again"]
+    assert [r["run_id"] for r in q.trend("recall_any_at_k", target="good")] == ["r-good", "r-good-again"]
+
+
+def test_run_resolution(lake) -> None:
+    q, _ = lake
+    assert resolve_run(q.con, "latest") == "r-good-again"
+    assert resolve_run(q.con, "latest~3") == "r-good"
+    assert resolve_run(q.con, "r-n") == "r-noisy"
+    assert resolve_run(q.con, "r-good") == "r-good"  # an exact id wins over being a prefix of another
+    with pytest.raises(ConfigError, match="ambiguous"):
+        resolve_run(q.con, "r-g")
+    with pytest.raises(UnknownNameError, match="did you mean 'r-noisy'"):
+        resolve_run(q.con, "r-nosiy")
+
+
+def test_parameters_are_bound_not_pasted(lake) -> None:
+    q, _ = lake
+    hostile = "r-good' OR '1'='1"
+    assert run_query(q.con, "breakdown", run_ids=[hostile], dimension="all").num_rows == 0
+    with pytest.raises(ConfigError, match=r"needs parameter\(s\) \$dimension"):
+        run_query(q.con, "breakdown", run_ids=["r-good"])
+
+
+def test_scores_latest_keeps_the_newest_scoring(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from raglake.lake.tables import TABLES, to_arrow
+
+    lake_dir = str(tmp_path / "lake")
+    land(lake_dir, str(FIXTURES / "mini_golden.jsonl"), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-m")
+    later = dt.datetime(2027, 1, 1, tzinfo=dt.timezone.utc)
+    cols = {"case_id": ["c1"], "metric": ["mrr_at_k"], "value": [0.25], "status": ["ok"], "reason": [None],
+            "metric_version": ["2"], "scoring_id": ["s-new"], "scored_at": [later]}
+    Lake(lake_dir).write("scores", "r-m", to_arrow(TABLES["scores"], cols), "s-new")
+    q = LakeQueries(Lake(lake_dir))
+    latest = fetch(q.con, "SELECT value, metric_version FROM scores_latest WHERE case_id='c1' AND metric='mrr_at_k'")
+    assert latest == [(0.25, "2")]
+    assert scalar(q.con, "SELECT count(*) FROM scores WHERE case_id='c1' AND metric='mrr_at_k'") == 2
