@@ -182,7 +182,8 @@ def test_require_snippets_without_snippets_matches_on_anchor():
 
 def test_snippet_does_not_rescue_a_wrong_anchor():
     assert not anchor_matches(
-        "a.md", ("Other",), "a.md", ("Atlas",), chunk_text="Postgres 16", snippets=["Postgres 16"], require_snippets=True
+        "a.md", ("Other",), "a.md", ("Atlas",),
+        chunk_text="Postgres 16", snippets=["Postgres 16"], require_snippets=True,
     )
 
 
@@ -219,7 +220,9 @@ def test_end_to_end_normalised_matching(chunk, expected):
 def test_end_to_end_require_snippets():
     case = _case({"rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "snippets": ["postgres 16"]})
     without = _capture({"rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": "We use MySQL."})
-    with_snip = _capture({"rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": "We run\nPOSTGRES 16."})
+    with_snip = _capture(
+        {"rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": "We run\nPOSTGRES 16."}
+    )
     assert score_one(case, without, "recall_any_at_k", require_snippets=False).value == 1.0
     assert score_one(case, without, "recall_any_at_k", require_snippets=True).value == 0.0
     assert score_one(case, with_snip, "recall_any_at_k", require_snippets=True).value == 1.0

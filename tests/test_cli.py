@@ -26,24 +26,28 @@ def _run(*args: str, lake: str, check: bool = True) -> subprocess.CompletedProce
 
 
 @pytest.mark.e2e
-def test_run_then_breakdown_and_compare(tmp_path: Path) -> None:
+def test_main_job_on_the_sample_then_breakdown_sql_and_compare(tmp_path: Path) -> None:
+    """`raglake run` with no arguments is `make run`: both sample captures, compared."""
     lake = str(tmp_path / "lake")
-    golden = str(FIXTURES / "mini_golden.jsonl")
-    out = _run("run", "--golden", golden, "--target", f"replay:{FIXTURES / 'mini_captures.jsonl'}", lake=lake).stdout
-    run_id = re.search(r"landed run\(s\): (\S+)", out).group(1)
-    assert "recall_any_at_k" in out and "error_rate" in out
-    runs = Lake(lake).files("runs")
-    assert len(runs) == 1 and runs[0].endswith(f"{run_id}.parquet")
+    out = _run("run", lake=lake).stdout
+    run_ids = re.search(r"landed run\(s\): (\S+) (\S+)", out).groups()
+    assert "basic_search" in run_ids[0] and "local_search" in run_ids[1]
+    assert "recall_any_at_k" in out and "error_rate" in out and "95% CI" in out
+    assert len(Lake(lake).files("runs")) == 2
 
     out = _run("breakdown", "--by", "category", lake=lake).stdout
-    assert "breakdown by category" in out and "multi_hop" in out and "recall_all_at_k" in out
+    assert "breakdown by category" in out and "multi_hop" in out and "recency_conflict" in out
+    out = _run("breakdown", "--by", "target", lake=lake).stdout
+    assert "basic_search" in out and "local_search" in out
 
-    out = _run("sql", "SELECT metric, n FROM (SELECT metric, count(*) AS n FROM scores_latest GROUP BY metric) "
-               "WHERE metric = 'mrr_at_k'", "--json", lake=lake).stdout
-    assert '"n": 4' in out
+    out = _run("sql", "SELECT run_id, count(DISTINCT case_id) AS n FROM cases GROUP BY run_id ORDER BY run_id",
+               "--json", lake=lake).stdout
+    golden_cases = len((ROOT / "data" / "golden" / "sample.jsonl").read_text().strip().splitlines())
+    assert out.count(f'"n": {golden_cases}') == 2
 
-    out = _run("compare", run_id, "latest", lake=lake).stdout
-    assert "no clear change" in out
+    out = _run("compare", run_ids[0], run_ids[1], "--by", "category", lake=lake).stdout
+    assert "category=multi_hop" in out
+    assert "runs" in _run("runs", lake=lake).stdout
 
 
 @pytest.mark.e2e

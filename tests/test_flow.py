@@ -37,14 +37,14 @@ def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_
     from flows.evaluate import evaluate
 
     first = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
-    assert scoring_calls == [3, 1]  # two batches of cases were scored
+    assert sorted(scoring_calls) == [1, 3]  # two batches of cases were scored (in either order)
     q = LakeQueries(Lake(lake_dir))
     assert [r["run_id"] for r in q.runs()] == [first]
     assert scalar(q.con, "SELECT count(DISTINCT case_id) FROM scores") == 4
 
     second = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
     assert second != first
-    assert scoring_calls == [3, 1]  # nothing was scored again: both batches came from the result store
+    assert sorted(scoring_calls) == [1, 3]  # nothing was scored again: both batches came from the result store
     q = LakeQueries(Lake(lake_dir))
     same = scalar(q.con, "SELECT count(*) FROM scores a JOIN scores b USING (case_id, metric) "
         "WHERE a.run_id = $a AND b.run_id = $b AND a.status = b.status "

@@ -351,7 +351,8 @@ def test_proper_action_human_wins_over_rule():
 
 def _dataset_value(pairs: list[tuple[GoldenCase, Capture]]) -> tuple[float, int]:
     """The catalogue's aggregate: mean over `ok` rows, and n."""
-    values = [s.value for s in (score_one(c, cap, "conditional_fabrication_rate") for c, cap in pairs) if s.status == "ok"]
+    rows = [score_one(c, cap, "conditional_fabrication_rate") for c, cap in pairs]
+    values = [s.value for s in rows if s.status == "ok"]
     return (sum(values) / len(values) if values else math.nan), len(values)
 
 

@@ -163,6 +163,26 @@ def sql(
         render.console.print(render.arrow_table(table, max_rows=1000))
 
 
+@app.command("import")
+def import_cmd(
+    source: Annotated[Path, typer.Argument(help="A seed-003 (question/reference_answer/answer/contexts) or RAGAS-style (user_input/retrieved_contexts/response/reference) file.")],
+    out_dir: Annotated[Path, typer.Option(help="Where to write <name>.golden.jsonl and <name>.captures.jsonl.")] = Path("."),
+) -> None:
+    """Convert another tool's evaluation file into a raglake golden set plus replay captures."""
+    from raglake.golden import load_golden, load_imported_captures
+
+    golden = load_golden(source)
+    captures = load_imported_captures(source)
+    if captures is None:
+        raise ConfigError(f"{source} is already in raglake's own shape; nothing to import")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    golden_path, captures_path = out_dir / f"{source.stem}.golden.jsonl", out_dir / f"{source.stem}.captures.jsonl"
+    golden_path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in golden.cases))
+    captures_path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for _, c in captures))
+    render.console.print(f"{len(golden.cases)} cases → {golden_path}\n{len(captures)} captures → {captures_path}\n"
+                         f"evaluate with: raglake run --golden {golden_path} --target replay:{captures_path}")
+
+
 @app.command("metrics")
 def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False) -> None:
     """List the metric registry."""

@@ -60,16 +60,18 @@ def summary_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
 def pivot_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], title: str) -> Table:
     """Breakdown: one line per (target, slice), one column per metric, cells 'mean (n)'."""
     out = Table(title=title)
-    out.add_column("target")
-    out.add_column("slice")
-    for m in metrics:
-        out.add_column(m, justify="right")
+    several_targets = len({r["target"] for r in rows}) > 1
+    if several_targets:
+        out.add_column("target", no_wrap=True)
+    out.add_column("slice", no_wrap=True)
+    for m in metrics:  # spaces let long metric names wrap inside narrow columns
+        out.add_column(m.replace("_", " "), justify="right", overflow="fold")
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for r in rows:
         key = (r["target"], r["slice"])
         cells.setdefault(key, {})[r["metric"]] = f"{fmt(r['mean'])} ({r['n']})" if r["n"] else "–"
     for (target, slice_), values in cells.items():
-        out.add_row(target, slice_, *(values.get(m, "–") for m in metrics))
+        out.add_row(*([target] if several_targets else []), slice_, *(values.get(m, "–") for m in metrics))
     return out
 
 

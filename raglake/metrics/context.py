@@ -53,10 +53,11 @@ class CaseContext:
         return self.capture.top_k(self.k)
 
     def matches_support(self, rel_path: str, segments: tuple[str, ...], text: str | None, index: int) -> bool:
+        """Anchor match; with require_snippets a chunk (which has text) must also hold a snippet."""
         s = self.case.gold_supports[index]
         return anchor_matches(
             rel_path, segments, s.rel_path, s.heading_path,
-            chunk_text=text, snippets=s.snippets, require_snippets=self.config.require_snippets,
+            chunk_text=text, snippets=s.snippets, require_snippets=self.config.require_snippets and text is not None,
         )
 
     @cached_property
@@ -69,7 +70,9 @@ class CaseContext:
         ]
 
     def reference_matches(self, index: int) -> bool:
-        """Does any of the answer's references match gold support `index` (same anchor rule)?"""
+        """Does any of the answer's references match gold support `index` (same anchor rule)?
+
+        References carry no text, so the snippet requirement does not apply to them."""
         return any(self.matches_support(r.rel_path, r.heading_path, None, index) for r in self.capture.references)
 
     @cached_property
@@ -105,7 +108,7 @@ class CaseContext:
         """z, f and d from the deterministic rules of METRICS.md §3."""
         cap = self.capture
         cited = rules.has_citation(cap.answer, cap.references)
-        fabricated = rules.fabricated_sources(cap.references, cap.retrieved, self.known_docs)
+        fabricated = rules.fabricated_sources(cap.answer, cap.references, cap.retrieved, self.known_docs)
         proper = rules.observed_action(cap) == self.case.expected_action
         return {
             "source_cited": Label(int(cited), "rule"),

@@ -113,10 +113,12 @@ def _load_builtin_metrics() -> None:
 
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
     _load_builtin_metrics()
-    return [
+    chosen = [
         m for m in _REGISTRY.values()
         if (level is None or m.level == level) and (family is None or m.family == family)
     ]
+    # by family, then in the order each module registers them (import order must not matter)
+    return sorted(chosen, key=lambda m: FAMILIES.index(m.family))
 
 
 def get_metric(name: str) -> Metric:

@@ -12,6 +12,7 @@ RULES_VERSION = "1"
 
 # [1], [12, 3], [Source 12], [source: 4], [[note]], [[note|alias]]
 _CITATION_MARKER = re.compile(r"\[\[[^\]\n]+\]\]|\[(?:source|src|doc|ref)?\s*:?\s*\d+(?:\s*,\s*\d+)*\]", re.IGNORECASE)
+_WIKI_LINK = re.compile(r"\[\[([^\]\n]+)\]\]")
 _REL_PATH = re.compile(r"(?<![\w/])[\w.\-]+(?:/[\w.\-]+)*\.(?:md|markdown|txt|pdf|rst|html?)\b", re.IGNORECASE)
 
 # seed 004, "Don't Know Answers Count": the phrase list, plus the refusals a RAG system gives
@@ -38,12 +39,27 @@ def has_citation(answer: str, references: Iterable[Reference]) -> bool:
     return bool(_CITATION_MARKER.search(text) or _REL_PATH.search(text))
 
 
+def cited_sources(answer: str, references: Iterable[Reference]) -> tuple[set[str], set[str]]:
+    """(rel_paths, wiki-link names) the answer cites: its references plus those written in its text."""
+    paths = {r.rel_path for r in references if r.rel_path}
+    paths |= {m.group(0).lstrip("./") for m in _REL_PATH.finditer(answer or "")}
+    wiki = {m.group(1).split("|")[0].strip().lower() for m in _WIKI_LINK.finditer(answer or "")}
+    return paths, wiki
+
+
 def fabricated_sources(
-    references: Iterable[Reference], retrieved: Iterable[RetrievedChunk], known_docs: Iterable[str] = ()
+    answer: str, references: Iterable[Reference], retrieved: Iterable[RetrievedChunk], known_docs: Iterable[str] = ()
 ) -> list[str]:
-    """Cited rel_paths that match no retrieved chunk and no document of the index manifest (f = 1 when any)."""
-    known = {c.rel_path for c in retrieved} | set(known_docs)
-    return sorted({r.rel_path for r in references if r.rel_path and r.rel_path not in known})
+    """Cited sources that match no retrieved chunk and no document of the index manifest (f = 1 when any).
+
+    A rel_path matches a document of the same path (an answer may name it relative to any folder, so a
+    suffix at a '/' boundary counts); a [[wiki link]] matches a document whose file stem is the link."""
+    known = {c.rel_path for c in retrieved if c.rel_path} | set(known_docs)
+    stems = {p.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() for p in known}
+    paths, wiki = cited_sources(answer, references)
+    missing = [p for p in paths if not any(k == p or k.endswith("/" + p) for k in known)]
+    missing += [f"[[{w}]]" for w in wiki if w not in stems]
+    return sorted(missing)
 
 
 def is_dont_know(answer: str) -> bool:
