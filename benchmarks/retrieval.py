@@ -106,7 +106,8 @@ def generate(n_cases: int, n_chunks: int, seed: int):
                 if sup_heading is not None and sup_heading.count(">") == 2 and rng.random() < 0.3:
                     heading = sup_heading.rsplit(" > ", 1)[0]  # the parent of a 3-segment support
                 else:
-                    heading = _heading(note, rng.randrange(N_SECTIONS), rng.randrange(N_PARTS) if rng.random() < 0.5 else None)
+                    section = rng.randrange(N_SECTIONS)
+                    heading = _heading(note, section, rng.randrange(N_PARTS) if rng.random() < 0.5 else None)
                     if sup_heading is not None and (heading + " >").startswith(sup_heading + " >"):
                         continue  # would match the support
                 docno = f"{NOTES[note]}#{heading}"
@@ -140,16 +141,17 @@ def raglake_score(pairs, metrics):
     return score_batch(pairs, metrics, ScoringConfig(k=K))
 
 
-def raglake_means(scores: dict[str, list]) -> dict[str, tuple[float, int, int]]:
-    """metric -> (mean over ok rows, n ok, n other)."""
-    acc: dict[str, list[float]] = {m: [] for m in METRICS}
+def raglake_means(scores: dict[str, list]) -> tuple[dict[str, tuple[float, int, int]], dict[str, dict[str, float]]]:
+    """(metric -> (mean over ok rows, n ok, n other), metric -> {case_id: value} for ok rows)."""
+    per_case: dict[str, dict[str, float]] = {m: {} for m in METRICS}
     other = dict.fromkeys(METRICS, 0)
-    for name, value, status in zip(scores["metric"], scores["value"], scores["status"]):
+    for cid, name, value, status in zip(scores["case_id"], scores["metric"], scores["value"], scores["status"]):
         if status == "ok":
-            acc[name].append(value)
+            per_case[name][cid] = value
         else:
             other[name] += 1
-    return {m: (math.fsum(v) / len(v) if v else math.nan, len(v), other[m]) for m, v in acc.items()}
+    means = {m: (math.fsum(v.values()) / len(v) if v else math.nan, len(v), other[m]) for m, v in per_case.items()}
+    return means, per_case
 
 
 # ---- reference implementations ---------------------------------------------------------------
@@ -162,8 +164,9 @@ def run_pytrec_eval(qrels, run):
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"P_10", "recip_rank", "ndcg_cut_10"})
     per_query = evaluator.evaluate(run)
     seconds = time.perf_counter() - t0
-    means = {m: math.fsum(q[m] for q in per_query.values()) / len(per_query) for m in ("P_10", "recip_rank", "ndcg_cut_10")}
-    return seconds, means
+    names = ("P_10", "recip_rank", "ndcg_cut_10")
+    per_metric = {m: {qid: q[m] for qid, q in per_query.items()} for m in names}
+    return seconds, per_metric
 
 
 def run_ranx(qrels, run):
@@ -179,9 +182,11 @@ def run_ranx(qrels, run):
         ranx.evaluate(warm_q, warm_r, names, threads=1)  # numba compiles on the first call: keep it out
         warmup = time.perf_counter() - t0
         t0 = time.perf_counter()
-        means = ranx.evaluate(qrels, run, names, threads=1)
+        arrays = ranx.evaluate(qrels, run, names, threads=1, return_mean=False)
         seconds = time.perf_counter() - t0
-    return seconds, warmup, {m: float(v) for m, v in means.items()}
+    # per-query arrays come back in the dicts' query order (qrels and run list the same cases in order)
+    assert list(qrels) == list(run)
+    return seconds, warmup, {m: dict(zip(run, map(float, a))) for m, a in arrays.items()}
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -248,13 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     batch = raglake_score(pairs, metrics)
     score_s = time.perf_counter() - t0
     rss_after_raglake = max_rss_mib()
-    ours = raglake_means(batch.scores)
+    ours, ours_per_case = raglake_means(batch.scores)
     rows = len(batch.scores["metric"])
     del batch
     gc.collect()
 
-    trec_s, trec_means = run_pytrec_eval(qrels, run)
-    ranx_s, ranx_warm_s, ranx_means = run_ranx(qrels, run)
+    trec_s, trec_per_case = run_pytrec_eval(qrels, run)
+    ranx_s, ranx_warm_s, ranx_per_case = run_ranx(qrels, run)
+    trec_means = {m: math.fsum(v.values()) / len(v) for m, v in trec_per_case.items()}
+    ranx_means = {m: math.fsum(v.values()) / len(v) for m, v in ranx_per_case.items()}
 
     profile_text = profile_scoring(pairs[: args.profile], metrics) if args.profile else ""
     del pairs
@@ -262,15 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     traced = None if args.no_tracemalloc else traced_pass(cases, captures, metrics)
 
     # ---- print ----
-    w = 58
+    w = 78
     print("=" * w)
     print(f"raglake retrieval benchmark: {n:,} cases x {args.chunks} chunks, k={K}, seed {args.seed}")
-    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; every tool single-threaded")
+    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
+          "every tool single-threaded")
     print("-" * w)
     print(f"{'generate raw dicts':<34}{gen_s:>9.2f} s")
     print(f"{'build/validate pydantic models':<34}{build_s:>9.2f} s  {n / build_s:>10,.0f} cases/s")
     print(f"{'raglake score_batch (5 metrics)':<34}{score_s:>9.2f} s  {n / score_s:>10,.0f} cases/s")
-    print(f"{'  (' + f'{rows:,} score rows)':<34}")
+    print(f"  ({rows:,} score rows; models built beforehand, as the tools below get ready dicts)")
     print(f"{'pytrec_eval (3 measures)':<34}{trec_s:>9.2f} s  {n / trec_s:>10,.0f} cases/s")
     print(f"{'ranx (3 metrics; warm-up excluded)':<34}{ranx_s:>9.2f} s  {n / ranx_s:>10,.0f} cases/s")
     print(f"{'  ranx first-call warm-up':<34}{ranx_warm_s:>9.2f} s")
@@ -278,21 +286,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'ratio raglake / ranx':<34}{score_s / ranx_s:>9.1f} x")
     print("-" * w)
     print("memory")
-    print(f"{'  ru_maxrss after raglake scoring':<34}{rss_after_raglake:>9.0f} MiB")
-    print(f"{'  ru_maxrss at the end':<34}{max_rss_mib():>9.0f} MiB")
+    print(f"{'  ru_maxrss after raglake scoring':<34}{rss_after_raglake:>9.0f} MiB  (raw dicts + models + scores)")
+    print(f"{'  ru_maxrss at the end':<34}{max_rss_mib():>9.0f} MiB  (+ numba/ranx, traced pass)")
     if traced:
         models_mib, peak_mib, traced_s = traced
         print(f"{'  tracemalloc: models held':<34}{models_mib:>9.0f} MiB  ({models_mib * 2**20 / n:,.0f} B/case)")
-        print(f"{'  tracemalloc: peak build+score':<34}{peak_mib:>9.0f} MiB  (traced pass {traced_s:.0f} s)")
+        print(f"{'  tracemalloc: peak build+score':<34}{peak_mib:>9.0f} MiB  (a 2nd, traced pass: {traced_s:.0f} s)")
     print("-" * w)
-    print(f"{'mean over ok cases':<18}{'raglake':>10}{'pytrec_eval':>13}{'ranx':>10}  agree(1e-6)")
+    print(f"{'mean over ok cases':<18}{'raglake':>10}{'pytrec_eval':>13}{'ranx':>10}  agree(1e-6)  max per-case |diff|")
     for m in METRICS:
         value, n_ok, n_other = ours[m]
         if m in REFERENCE_NAMES:
             tname, rname = REFERENCE_NAMES[m]
             t, r = trec_means[tname], ranx_means[rname]
             agree = "yes" if abs(value - t) <= 1e-6 and abs(value - r) <= 1e-6 else "NO"
-            print(f"{m:<18}{value:>10.6f}{t:>13.6f}{r:>10.6f}  {agree}")
+            diff = max(
+                max(abs(v - trec_per_case[tname][cid]), abs(v - ranx_per_case[rname][cid]))
+                for cid, v in ours_per_case[m].items()
+            )
+            print(f"{m:<18}{value:>10.6f}{t:>13.6f}{r:>10.6f}  {agree:<11}  {diff:.1e}")
         else:
             print(f"{m:<18}{value:>10.6f}{'-':>13}{'-':>10}  (n ok {n_ok:,}, other {n_other:,})")
     ndcg_ok = abs(ours["ndcg_at_k"][0] - trec_means["ndcg_cut_10"]) <= 1e-6 and abs(

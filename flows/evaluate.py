@@ -9,6 +9,8 @@ from pathlib import Path
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from raglake.analysis import LakeQueries
+from raglake.lake.store import Lake
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
 from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS, plan_run
@@ -68,4 +70,12 @@ def evaluate(
     land(plan.lake.url, record, plan.golden.cases, captures, scored, run_values, plan.scoring_id)
     failed = sum(c.failed for c in captures)
     log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(scored.scores["case_id"]), failed)
+    log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
     return plan.run_id
+
+
+def summarize(lake: Lake, run_id: str) -> str:
+    """The run's breakdown over all cases, read back from the lake, as one log line."""
+    rows = LakeQueries(lake).breakdown([run_id], "all")
+    return ", ".join(f"{r['metric']}={r['mean']:.3f} (n={r['n']})" for r in rows
+                     if r["n"] and r["family"] in ("retrieval", "abstention"))

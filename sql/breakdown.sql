@@ -1,6 +1,6 @@
 -- breakdown: every case-level metric of the given runs, by one dimension
 -- (all | category | difficulty | vault | answerable | target | method | tag).
--- Only `ok` rows are averaged; the other statuses are counted beside n.
+-- Only `ok` rows are averaged; the other statuses are counted beside n, with their most common reason.
 -- Parameters: $run_ids (list of run ids), $dimension.
 WITH picked AS (
     SELECT *
@@ -29,6 +29,7 @@ aggregated AS (
         count(*) FILTER (WHERE sliced.status = 'undefined') AS n_undefined,
         count(*) FILTER (WHERE sliced.status = 'skipped') AS n_skipped,
         count(*) FILTER (WHERE sliced.status IN ('judge_error', 'parse_error')) AS n_failed,
+        mode(sliced.reason) FILTER (WHERE sliced.status <> 'ok') AS main_reason,
         count(*) AS n_rows
     FROM sliced
     GROUP BY ALL
@@ -48,6 +49,7 @@ final AS (
         aggregated.n_undefined,
         aggregated.n_skipped,
         aggregated.n_failed,
+        aggregated.main_reason,
         aggregated.n_rows
     FROM aggregated
     INNER JOIN runs ON aggregated.run_id = runs.run_id

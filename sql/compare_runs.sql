@@ -46,7 +46,9 @@ draws AS (
     SELECT
         sizes.n,
         reps.r,
-        hash($seed, sizes.n, reps.r, pick.j) % sizes.n AS i
+        -- hash one string: DuckDB's multi-argument hash() mixes small integers so poorly that
+        -- its low bits repeat across resamples
+        hash(concat_ws(':', $seed, sizes.n, reps.r, pick.j)) % sizes.n AS i
     FROM sizes
     CROSS JOIN range($n_boot) AS reps (r)
     CROSS JOIN LATERAL range(sizes.n) AS pick (j)

@@ -26,7 +26,7 @@ def _golden(path: Path) -> str:
         rows.append({
             "id": f"q{i:02d}", "question": f"question {i}", "category": "factual" if i % 2 else "reasoning",
             "difficulty": ("easy", "medium", "hard")[i % 3], "tags": ["alpha", "beta"] if i % 4 == 0 else ["alpha"],
-            "vault": "work" if i < 30 else "personal",
+            "vault": "work" if i < 32 else "personal",
             "gold_supports": [{"rel_path": f"doc{i}.md", "heading_path": "T > S"}],
         })
     path.write_text("\n".join(json.dumps(r) for r in rows))
@@ -73,13 +73,13 @@ def test_breakdown_means_and_counts_match_hand_computation(lake) -> None:
     q, hits = lake
     rows = q.breakdown(["r-noisy"], "vault")
     noisy = hits["r-noisy"]
-    for vault, ids in (("work", range(30)), ("personal", range(30, N))):
+    for vault, ids in (("work", range(32)), ("personal", range(32, N))):
         expected_mrr = np.mean([1 / noisy[i] if noisy[i] else 0.0 for i in ids])
         row = _row(rows, slice=vault, metric="mrr_at_k")
         assert row["n"] == len(ids) and math.isclose(row["mean"], expected_mrr)
         assert row["target"] == "noisy" and row["n_undefined"] == 0
     scope = _row(rows, slice="work", metric="scope_miss")
-    assert scope["n"] == 0 and scope["n_undefined"] == 30 and scope["mean"] is None
+    assert scope["n"] == 0 and scope["n_undefined"] == 32 and scope["mean"] is None
 
 
 def test_breakdown_by_tag_counts_a_case_in_each_of_its_tags(lake) -> None:
@@ -127,6 +127,23 @@ def test_bootstrap_interval_agrees_with_numpy_and_is_reproducible(lake) -> None:
     assert abs(row["ci_low"] - low) < 0.03 and abs(row["ci_high"] - high) < 0.03
     again = _row(q.compare("r-good", "r-noisy", n_boot=2000, seed=3), metric="mrr_at_k", dimension="all", slice="all")
     assert (again["ci_low"], again["ci_high"]) == (row["ci_low"], row["ci_high"])
+
+
+def test_bootstrap_resamples_are_independent_in_small_slices(lake) -> None:
+    """In an 8-case slice the interval must match numpy's: resample indexes that repeat across
+    replicates (a weak hash) would make it far too narrow."""
+    q, hits = lake
+    rows = q.compare("r-good", "r-noisy", n_boot=4000, seed=5)
+    row = _row(rows, metric="mrr_at_k", dimension="vault", slice="personal")
+    ids = range(32, N)
+    rr = lambda r: 1 / r if r else 0.0  # noqa: E731
+    d = np.array([rr(hits["r-noisy"][i]) - rr(hits["r-good"][i]) for i in ids])
+    assert row["n_pairs"] == len(d) == 8 and d.std() > 0
+    means = d[np.random.default_rng(1).integers(0, len(d), size=(40000, len(d)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    width = high - low
+    assert abs((row["ci_high"] - row["ci_low"]) - width) < 0.15 * width
+    assert abs(row["ci_low"] - low) < 0.1 * width + 0.01 and abs(row["ci_high"] - high) < 0.1 * width + 0.01
 
 
 def test_min_pairs_keeps_tiny_slices_unflagged(lake) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -34,8 +35,14 @@ def _headline(rows: list[dict], chosen: list[str]) -> list[str]:
     return [m.name for m in all_metrics(level="case") if m.name in seen and m.family in HEADLINE_FAMILIES]
 
 
+def registry_order(rows: list[dict]) -> list[dict]:
+    """Rows in the registry's order (family, then as registered), stable within equal metrics."""
+    order = {m.name: i for i, m in enumerate(all_metrics())}
+    return sorted(rows, key=lambda r: order.get(r["metric"], len(order)))
+
+
 def print_run_summary(q: LakeQueries, run_id: str) -> None:
-    rows = [r for r in q.breakdown([run_id], "all") if r["n_rows"]]
+    rows = registry_order([r for r in q.breakdown([run_id], "all") if r["n_rows"]])
     render.console.print(render.summary_table(rows, f"run {run_id} · {q.target_name(run_id)}"))
     figures = [f for f in q.figures([run_id]) if f["metric"] != "stage_seconds"]
     if figures:
@@ -44,7 +51,7 @@ def print_run_summary(q: LakeQueries, run_id: str) -> None:
 
 def print_comparison(q: LakeQueries, run_a: str, run_b: str, *, by: str = "all", only_changes: bool = False,
                      n_boot: int = 1000, seed: int = 0) -> list[dict]:
-    rows = q.compare(run_a, run_b, n_boot=n_boot, seed=seed)
+    rows = registry_order(q.compare(run_a, run_b, n_boot=n_boot, seed=seed))
     name_a, name_b = q.target_name(run_a), q.target_name(run_b)
     shown = [r for r in rows if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])]
     title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
@@ -70,9 +77,12 @@ def run(
     metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these case-level metrics (comma-separated).")] = None,
     require_snippets: Annotated[bool, typer.Option(help="A chunk matches a support only if it holds one of its snippets.")] = False,
     batch_size: Annotated[int, typer.Option(help="Cases per capture/scoring task.")] = 100,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
     from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS, plan_run
+
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
 
     targets = target or list(SAMPLE_TARGETS)
     if run_id and len(targets) > 1:
@@ -195,6 +205,8 @@ def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The d
 
 
 def main() -> None:
+    # raglake runs offline by default: Prefect's ephemeral server must not try to phone home
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     try:
         app()
     except RaglakeError as e:

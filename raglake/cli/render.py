@@ -44,7 +44,8 @@ def _status_note(row: dict[str, Any]) -> str:
     for key, label in (("n_undefined", "undefined"), ("n_skipped", "skipped"), ("n_failed", "failed")):
         if row.get(key):
             parts.append(f"{row[key]} {label}")
-    return ", ".join(parts)
+    note = ", ".join(parts)
+    return f"{note} (mostly {row['main_reason']})" if note and row.get("main_reason") else note
 
 
 def summary_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
