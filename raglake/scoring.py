@@ -85,11 +85,9 @@ def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
 
 
 def _add_chunks(out: dict[str, list[Any]], ctx: CaseContext) -> None:
-    n = len(ctx.case.gold_supports)
-    for chunk in ctx.capture.retrieved:
-        matched = [i for i in range(n) if ctx.matches_support(chunk.rel_path, chunk.heading_path, chunk.text, i)]
+    for chunk, matched in zip(ctx.capture.retrieved, ctx.chunk_matches):
         values = (ctx.case.id, chunk.rank, chunk.rel_path, heading_string(chunk.heading_path), chunk.text,
-                  chunk.score, chunk.chunk_id, chunk.rank <= ctx.k, matched)
+                  chunk.score, chunk.chunk_id, chunk.rank <= ctx.k, sorted(matched))
         for col, value in zip(CHUNK_COLUMNS, values):
             out[col].append(value)
 

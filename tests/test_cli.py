@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from raglake.errors import InputError
 from raglake.lake.store import Lake
 from tests.conftest import FIXTURES, ROOT
+from tests.lakekit import land
+from tests.test_golden import BAD
 
 RAGLAKE = [sys.executable, "-m", "raglake"]
 
@@ -69,3 +72,23 @@ def test_unknown_names_get_suggestions(tmp_path: Path) -> None:
     assert done.returncode == 2 and "did you mean 'replay'" in done.stdout
     done = _run("run", "--metrics", "recall_any_at_5", lake=lake, check=False)
     assert done.returncode == 2 and "did you mean 'recall_any_at_k'" in done.stdout
+
+
+@pytest.mark.parametrize(("name", "text", "line", "field", "words"), BAD, ids=[b[0] for b in BAD])
+def test_every_bad_golden_file_leaves_an_existing_lake_untouched(tmp_path: Path, name: str, text: str, line: int,
+                                                                 field: str | None, words: str) -> None:
+    from typer.testing import CliRunner
+
+    from raglake.cli import app
+
+    lake = str(tmp_path / "lake")
+    land(lake, str(FIXTURES / "mini_golden.jsonl"), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-before")
+    before = {p: p.read_bytes() for p in Path(lake).rglob("*") if p.is_file()}
+    bad = tmp_path / name
+    bad.write_text(text)
+    result = CliRunner().invoke(app, ["run", "--golden", str(bad), "--target",
+                                      f"replay:{FIXTURES / 'mini_captures.jsonl'}", "--lake", lake])
+    assert isinstance(result.exception, InputError)
+    assert str(result.exception).startswith(f"{bad}:{line}:") and words in str(result.exception)
+    assert result.exception.field == field
+    assert {p: p.read_bytes() for p in Path(lake).rglob("*") if p.is_file()} == before

@@ -52,28 +52,40 @@ class CaseContext:
         """Ranks 1..K of what the target returned (fewer when it returned fewer)."""
         return self.capture.top_k(self.k)
 
-    def matches_support(self, rel_path: str, segments: tuple[str, ...], text: str | None, index: int) -> bool:
-        """Anchor match; with require_snippets a chunk (which has text) must also hold a snippet."""
-        s = self.case.gold_supports[index]
-        return anchor_matches(
-            rel_path, segments, s.rel_path, s.heading_path,
-            chunk_text=text, snippets=s.snippets, require_snippets=self.config.require_snippets and text is not None,
-        )
+    @cached_property
+    def _supports_by_path(self) -> dict[str, list[int]]:
+        by_path: dict[str, list[int]] = {}
+        for i, s in enumerate(self.case.gold_supports):
+            by_path.setdefault(s.rel_path, []).append(i)
+        return by_path
+
+    def supports_matched(self, rel_path: str, segments: tuple[str, ...], text: str | None) -> frozenset[int]:
+        """Indexes of the gold supports an anchor matches; with require_snippets a chunk (which has
+        text) must also hold one of the support's snippets."""
+        found = []
+        for i in self._supports_by_path.get(rel_path, ()):
+            s = self.case.gold_supports[i]
+            if anchor_matches(rel_path, segments, s.rel_path, s.heading_path, chunk_text=text, snippets=s.snippets,
+                              require_snippets=self.config.require_snippets and text is not None):
+                found.append(i)
+        return frozenset(found)
 
     @cached_property
+    def chunk_matches(self) -> list[frozenset[int]]:
+        """For every retrieved chunk (beyond K too), the gold supports it matches."""
+        return [self.supports_matched(c.rel_path, c.heading_path, c.text) for c in self.capture.retrieved]
+
+    @property
     def matches(self) -> list[frozenset[int]]:
-        """For each top-K chunk, the indexes of the gold supports it matches."""
-        n = len(self.case.gold_supports)
-        return [
-            frozenset(i for i in range(n) if self.matches_support(c.rel_path, c.heading_path, c.text, i))
-            for c in self.top
-        ]
+        """For each top-K chunk, the indexes of the gold supports it matches (top-K is a prefix of
+        the rank-sorted retrieved list)."""
+        return self.chunk_matches[: len(self.top)]
 
     def reference_matches(self, index: int) -> bool:
         """Does any of the answer's references match gold support `index` (same anchor rule)?
 
         References carry no text, so the snippet requirement does not apply to them."""
-        return any(self.matches_support(r.rel_path, r.heading_path, None, index) for r in self.capture.references)
+        return any(index in self.supports_matched(r.rel_path, r.heading_path, None) for r in self.capture.references)
 
     @cached_property
     def chunk_labels(self) -> list[ChunkLabel | None]:
