@@ -13,7 +13,7 @@ from raglake.analysis import LakeQueries
 from raglake.lake.store import Lake
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
-from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS, plan_run
+from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
 from raglake.scoring import ScoredBatch
 from tasks.capture import capture_batch
 from tasks.land import land
@@ -23,7 +23,7 @@ from tasks.score import score_cases
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def evaluate(
     golden: str = SAMPLE_GOLDEN,
-    target: str = SAMPLE_TARGETS[0],
+    target: str = DEFAULT_TARGET,
     k: int = 5,
     lake: str | None = None,
     run_id: str | None = None,
@@ -32,12 +32,14 @@ def evaluate(
     require_snippets: bool = False,
     batch_size: int = 100,
     results: str | None = None,
+    embedder: str | None = None,
 ) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id."""
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(golden=golden, target=target, lake=lake, k=k, run_id=run_id, labels=labels, metrics=metrics,
-                    require_snippets=require_snippets, batch_size=batch_size, results=results)
+                    require_snippets=require_snippets, batch_size=batch_size, results=results,
+                    embedder=embedder)
     storage = Path(plan.results_dir)
     batches = plan.batches()
     log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
@@ -59,15 +61,17 @@ def evaluate(
     t_scored = time.perf_counter()
 
     finished = dt.datetime.now(dt.timezone.utc)
+    manifest = plan.target.manifest()
     run_inputs = RunInputs(
         captures, suite_seconds=time.perf_counter() - t0,
-        stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured},
+        stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured}, manifest=manifest,
     )
     run_level = all_metrics(level="run")
     run_values = [v for m in run_level for v in m.fn(run_inputs)]
-    record = plan.record(finished, len(captures))
+    record = plan.record(finished, len(captures), manifest)
     record.metric_versions.update(metric_versions(run_level))
-    land(plan.lake.url, record, plan.golden.cases, captures, scored, run_values, plan.scoring_id)
+    coverage = manifest.coverage_columns() if manifest is not None else None
+    land(plan.lake.url, record, plan.golden.cases, captures, scored, run_values, plan.scoring_id, coverage)
     failed = sum(c.failed for c in captures)
     log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(scored.scores["case_id"]), failed)
     log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))

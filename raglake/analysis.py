@@ -84,5 +84,16 @@ class LakeQueries:
         return run_query(self.con, "trend", metric=metric, target=target, dataset=dataset,
                          dimension=check_dimension(by)).to_pylist()
 
+    def coverage(self, run_id: str) -> list[dict[str, Any]]:
+        return run_query(self.con, "coverage", run_id=run_id).to_pylist()
+
+    def previous_run(self, run_id: str) -> str | None:
+        rows = run_query(self.con, "previous_run", run_id=run_id).to_pylist()
+        return rows[0]["run_id"] if rows else None
+
+    def index_versions(self, run_ids: Sequence[str]) -> dict[str, str | None]:
+        rows = fetch(self.con, "SELECT run_id, index_version FROM runs WHERE list_contains($ids, run_id)", ids=list(run_ids))
+        return dict(rows)
+
     def target_name(self, run_id: str) -> str:
         return scalar(self.con, "SELECT coalesce(target_name, target) FROM runs WHERE run_id = $r", r=run_id) or run_id

@@ -37,7 +37,8 @@ def project_path(*parts: str) -> str:
 
 
 SAMPLE_GOLDEN = project_path("data", "golden", "sample.jsonl")
-SAMPLE_TARGETS = tuple(f"replay:{project_path('data', 'captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
+SAMPLE_CAPTURES = tuple(f"replay:{project_path('data', 'captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
+DEFAULT_TARGET = f"builtin:{project_path('data', 'corpus')}"
 _RUN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 
 
@@ -52,6 +53,7 @@ class RunPlan:
     config: ScoringConfig
     results_dir: str
     batch_size: int
+    embedder: str | None = None
 
     @property
     def scoring_id(self) -> str:
@@ -61,7 +63,8 @@ class RunPlan:
         cases = self.golden.cases
         return [cases[i : i + self.batch_size] for i in range(0, len(cases), self.batch_size)]
 
-    def record(self, finished_at: dt.datetime, n_cases: int) -> RunRecord:
+    def record(self, finished_at: dt.datetime, n_cases: int, manifest: Any = None) -> RunRecord:
+        """The run's `runs` row; `manifest` is the target's index manifest when it has one."""
         return RunRecord(
             run_id=self.run_id, started_at=self.started_at, finished_at=finished_at,
             target=self.target.spec, target_kind=self.target.kind, target_name=self.target.name,
@@ -71,6 +74,9 @@ class RunPlan:
             config={"k": self.config.k, "require_snippets": self.config.require_snippets,
                     "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
                     "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION},
+            embedder=manifest.embedding_model if manifest is not None else None,
+            index_version=manifest.index_version if manifest is not None else None,
+            index_info=manifest.info() if manifest is not None else {},
         )
 
 
@@ -111,6 +117,7 @@ def plan_run(
     require_snippets: bool = False,
     batch_size: int = 100,
     results: str | None = None,
+    embedder: str | None = None,
 ) -> RunPlan:
     """Load and check every input; raises before anything is written."""
     if batch_size < 1:
@@ -123,7 +130,7 @@ def plan_run(
     golden_set = load_golden(golden)
     if labels:
         golden_set = load_labels(labels, golden_set)
-    the_target = make_target(target, the_lake)
+    the_target = make_target(target, the_lake, embedder=embedder)
     the_target.check(golden_set)
     chosen = select_metrics(metrics)
     started = dt.datetime.now(dt.timezone.utc)
@@ -135,7 +142,7 @@ def plan_run(
     return RunPlan(
         run_id=run_id or new_run_id(started, the_target.name), started_at=started, golden=golden_set,
         target=the_target, lake=the_lake, metrics=chosen, config=config,
-        results_dir=results_dir(the_lake, results), batch_size=batch_size,
+        results_dir=results_dir(the_lake, results), batch_size=batch_size, embedder=embedder,
     )
 
 

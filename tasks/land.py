@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from prefect import task
 
@@ -22,5 +23,6 @@ def land(
     scored: ScoredBatch,
     run_values: Sequence[RunValue],
     scoring_id: str,
+    coverage: dict[str, list[Any]] | None = None,
 ) -> None:
-    land_run(Lake(lake_url), run, cases, captures, scored, run_values, scoring_id)
+    land_run(Lake(lake_url), run, cases, captures, scored, run_values, scoring_id, coverage)

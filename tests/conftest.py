@@ -17,6 +17,8 @@ os.environ.update({
 })
 os.environ.pop("RAGLAKE_LAKE", None)
 os.environ.pop("RAGLAKE_RESULTS", None)
+# one embedding cache for the whole session (and its subprocesses): the sample is encoded once
+os.environ["RAGLAKE_CACHE"] = os.path.join(_PREFECT_TMP, "raglake-cache")
 
 import pytest  # noqa: E402
 

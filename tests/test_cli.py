@@ -11,13 +11,21 @@ from pathlib import Path
 
 import pytest
 
+from raglake.analysis import LakeQueries
 from raglake.errors import InputError
+from raglake.golden import load_golden
 from raglake.lake.store import Lake
+from raglake.runplan import SAMPLE_CAPTURES
 from tests.conftest import FIXTURES, ROOT
 from tests.lakekit import land
 from tests.test_golden import BAD
 
 RAGLAKE = [sys.executable, "-m", "raglake"]
+
+
+def _row(rows: list[dict], **match) -> dict:
+    (found,) = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    return found
 
 
 def _run(*args: str, lake: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -29,10 +37,40 @@ def _run(*args: str, lake: str, check: bool = True) -> subprocess.CompletedProce
 
 
 @pytest.mark.e2e
-def test_main_job_on_the_sample_then_breakdown_sql_and_compare(tmp_path: Path) -> None:
-    """`raglake run` with no arguments is `make run`: both sample captures, compared."""
+def test_main_job_evaluates_the_builtin_target_with_coverage(tmp_path: Path) -> None:
+    """`raglake run` with no arguments is `make run`: the builtin RAG over data/corpus, live."""
     lake = str(tmp_path / "lake")
     out = _run("run", lake=lake).stdout
+    (run_id,) = re.search(r"landed run\(s\): (\S+)", out).groups()
+    assert "builtin" in run_id and "recall_any_at_k" in out and "no_chunks_rate" in out
+    q = LakeQueries(Lake(lake))
+    recall = _row(q.breakdown([run_id], "answerable"), slice="answerable", metric="recall_any_at_k")
+    golden = load_golden(ROOT / "data" / "golden" / "sample.jsonl")
+    assert recall["n"] == sum(c.answerable for c in golden.cases) and recall["mean"] is not None
+    abstain = _row(q.breakdown([run_id], "all"), metric="abstention_accuracy")
+    assert abstain["n"] == sum(not c.answerable for c in golden.cases) and abstain["mean"] > 0.5
+
+    coverage = {(r["stat"], r["doc_type"], r["reason"]): r["value"] for r in q.coverage(run_id)}
+    corpus = ROOT / "data" / "corpus"
+    files = [p for p in corpus.rglob("*") if p.is_file()]
+    markdown = [p for p in files if p.suffix == ".md"]
+    assert coverage[("docs_seen", None, None)] == len(files)
+    assert coverage[("docs", ".md", None)] == len(markdown) == coverage[("docs_processed", None, None)]
+    assert coverage[("docs_not_indexed", None, "unsupported_type")] == len(files) - len(markdown)
+    empty = [p for p in markdown if not p.read_text().strip() or p.read_text().strip().endswith("---")]
+    assert coverage[("docs_with_zero_chunks", None, None)] == len(empty) >= 2
+    assert coverage[("chunks_embedded", None, None)] + coverage[("chunks_skipped", None, None)] == \
+        coverage[("chunks_attempted", None, None)]
+    index_version = q.index_versions([run_id])[run_id]
+    assert index_version and {r["index_version"] for r in q.coverage(run_id)} == {index_version}
+    out = _run("coverage", lake=lake).stdout
+    assert "unsupported_type" in out and index_version in out
+
+
+@pytest.mark.e2e
+def test_two_replayed_methods_then_breakdown_sql_and_compare(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    out = _run("run", *[a for spec in SAMPLE_CAPTURES for a in ("--target", spec)], lake=lake).stdout
     run_ids = re.search(r"landed run\(s\): (\S+) (\S+)", out).groups()
     assert "basic_search" in run_ids[0] and "local_search" in run_ids[1]
     assert "recall_any_at_k" in out and "error_rate" in out and "95% CI" in out

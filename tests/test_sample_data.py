@@ -9,7 +9,7 @@ from collections import Counter
 
 from raglake.golden import load_golden
 from raglake.lake.store import Lake
-from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS
+from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_CAPTURES
 from raglake.schemas import CATEGORIES, DIFFICULTIES, RECENCY_RULES
 from raglake.targets import make_target
 from tests.conftest import ROOT
@@ -43,7 +43,7 @@ def test_golden_set_covers_what_the_sample_promises() -> None:
 def test_both_sample_captures_validate_and_differ_as_documented(tmp_path) -> None:
     golden = load_golden(ROOT / SAMPLE_GOLDEN)
     by_method = {}
-    for spec in SAMPLE_TARGETS:
+    for spec in SAMPLE_CAPTURES:
         target = make_target(spec, Lake(str(tmp_path / "lake")))
         target.check(golden)
         by_method[target.name] = {c.case_id: c for c in target.capture(golden.cases)}

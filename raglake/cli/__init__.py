@@ -53,6 +53,10 @@ def print_comparison(q: LakeQueries, run_a: str, run_b: str, *, by: str = "all",
                      n_boot: int = 1000, seed: int = 0) -> list[dict]:
     rows = registry_order(q.compare(run_a, run_b, n_boot=n_boot, seed=seed))
     name_a, name_b = q.target_name(run_a), q.target_name(run_b)
+    versions = q.index_versions([run_a, run_b])
+    if versions.get(run_a) != versions.get(run_b) and any(versions.values()):
+        render.console.print(f"[yellow]note:[/] the index changed between the runs (index_version "
+                             f"{versions.get(run_a) or '–'} → {versions.get(run_b) or '–'}); see `raglake coverage`")
     shown = [r for r in rows if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])]
     title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
     render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
@@ -69,7 +73,7 @@ def print_comparison(q: LakeQueries, run_a: str, run_b: str, *, by: str = "all",
 @app.command()
 def run(
     golden: Annotated[Optional[Path], typer.Option(help="Golden set (JSONL, JSON or YAML). Default: the bundled sample.")] = None,
-    target: Annotated[Optional[list[str]], typer.Option("--target", "-t", help="replay:FILE or replay-run:RUN_ID; repeat to compare several.")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", "-t", help="builtin[:CORPUS_DIR], replay:FILE or replay-run:RUN_ID; repeat to compare several. Default: builtin over data/corpus.")] = None,
     k: Annotated[int, typer.Option(help="Top-K cut-off for retrieval metrics.")] = 5,
     lake: LakeOpt = None,
     run_id: Annotated[Optional[str], typer.Option(help="Run id to use (one target only).")] = None,
@@ -77,18 +81,20 @@ def run(
     metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these case-level metrics (comma-separated).")] = None,
     require_snippets: Annotated[bool, typer.Option(help="A chunk matches a support only if it holds one of its snippets.")] = False,
     batch_size: Annotated[int, typer.Option(help="Cases per capture/scoring task.")] = 100,
+    embedder: Annotated[Optional[str], typer.Option(help="Sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
-    from raglake.runplan import SAMPLE_GOLDEN, SAMPLE_TARGETS, plan_run
+    from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
 
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
 
-    targets = target or list(SAMPLE_TARGETS)
+    targets = target or [DEFAULT_TARGET]
     if run_id and len(targets) > 1:
         raise ConfigError("--run-id names one run; give a single --target with it")
     options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
-                   metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size)
+                   metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
+                   embedder=embedder)
     for spec in targets:  # check every input before the first run starts
         plan_run(target=spec, run_id=run_id, **options)
     from flows.evaluate import evaluate
@@ -99,6 +105,9 @@ def run(
         print_run_summary(q, rid)
     for other in run_ids[1:]:
         print_comparison(q, run_ids[0], other)
+    if len(run_ids) == 1 and (previous := q.previous_run(run_ids[0])):
+        render.console.print(f"against the previous run of this target on this golden set ({previous}):")
+        print_comparison(q, previous, run_ids[0])
     render.console.print(f"landed run(s): {' '.join(run_ids)}  (lake: {q.lake.url})")
 
 
@@ -144,6 +153,24 @@ def compare(
     q = LakeQueries(Lake(lake))
     a, b = q.run_ids([run_a])[0], q.run_ids([run_b])[0]
     print_comparison(q, a, b, by=by, only_changes=changes, n_boot=n_boot, seed=seed)
+
+
+@app.command()
+def coverage(
+    run: Annotated[str, typer.Option("--run", "-r", help="Run id, prefix or latest~N.")] = "latest",
+    lake: LakeOpt = None,
+) -> None:
+    """The index manifest of a run: docs and chunks processed, skipped (with reasons), tokens per chunk."""
+    q = LakeQueries(Lake(lake))
+    run_id = q.run_ids([run])[0]
+    rows = q.coverage(run_id)
+    if not rows:
+        render.console.print(f"run {run_id} has no index manifest (its target, {q.target_name(run_id)}, exposes none)")
+        return
+    render.console.print(render.coverage_table(rows, f"index coverage · run {run_id} · index_version {rows[0]['index_version']}"))
+    figures = [f for f in q.figures([run_id]) if f["metric"] in ("no_chunks_rate", "chunks_skipped_rate", "coverage_by_doc_type")]
+    if figures:
+        render.console.print(render.figures_table(figures, "coverage figures"))
 
 
 @app.command()

@@ -114,3 +114,14 @@ def figures_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
         unit = f" {r['unit']}" if r["unit"] and r["unit"] not in ("share",) else ""
         out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], 1 if unit else 3) + unit, str(r["n"]))
     return out
+
+
+def coverage_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
+    out = Table(title=title)
+    for col in ("stat", "doc type", "reason", "value"):
+        out.add_column(col, justify="right" if col == "value" else "left")
+    for r in rows:
+        value = r["value"]
+        shown = str(int(value)) if float(value).is_integer() else fmt(value, 1)
+        out.add_row(r["stat"], r["doc_type"] or "all", r["reason"] or "", shown)
+    return out

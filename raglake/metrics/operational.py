@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ class RunInputs:
     captures: Sequence[Capture]
     suite_seconds: float | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)  # raglake's own stages: capture, scoring, landing
+    manifest: Any = None  # the target's index manifest (raglake.builtin.index.IndexManifest), when it has one
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -108,7 +108,7 @@ def register(
 
 def _load_builtin_metrics() -> None:
     # importing the modules registers their metrics
-    from raglake.metrics import abstention, labels, operational, retrieval  # noqa: F401
+    from raglake.metrics import abstention, coverage, labels, operational, retrieval  # noqa: F401
 
 
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:

@@ -9,20 +9,31 @@ from raglake.lake.store import Lake
 from raglake.targets.base import Target
 from raglake.targets.replay import ReplayFile, ReplayRun
 
-_KINDS: dict[str, Callable[[str, Lake], Target]] = {
-    "replay": lambda arg, lake: ReplayFile(arg),
-    "replay-run": lambda arg, lake: ReplayRun(arg, lake),
+def _builtin(arg: str, lake: Lake, embedder: str | None) -> Target:
+    from raglake.targets.builtin import BuiltinTarget  # loads torch lazily, only when asked for
+
+    return BuiltinTarget(arg, lake.url, embedder)
+
+
+_KINDS: dict[str, Callable[[str, Lake, str | None], Target]] = {
+    "replay": lambda arg, lake, embedder: ReplayFile(arg),
+    "replay-run": lambda arg, lake, embedder: ReplayRun(arg, lake),
+    "builtin": _builtin,
 }
+_OPTIONAL_ARGUMENT = ("builtin",)
 
 
-def make_target(spec: str, lake: Lake) -> Target:
-    """`replay:FILE` or `replay-run:RUN_ID`."""
+def make_target(spec: str, lake: Lake, *, embedder: str | None = None) -> Target:
+    """`builtin[:CORPUS_DIR]`, `replay:FILE` or `replay-run:RUN_ID`."""
     kind, sep, arg = spec.partition(":")
+    kind, query_sep, query = kind.partition("?")
     if kind not in _KINDS:
         raise UnknownNameError("target kind", kind, _KINDS)
-    if not sep or not arg:
+    if (not sep or not arg) and kind not in _OPTIONAL_ARGUMENT:
         raise ConfigError(f"target {spec!r} needs an argument, e.g. '{kind}:…'")
-    return _KINDS[kind](arg, lake)
+    if query_sep:  # builtin?folder_mode=off (no corpus folder given)
+        arg = f"{arg}?{query}"
+    return _KINDS[kind](arg, lake, embedder)
 
 
 __all__ = ["Target", "make_target"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from raglake.golden import GoldenSet
 from raglake.schemas import Capture, GoldenCase
@@ -29,6 +29,10 @@ class Target(Protocol):
 
     def known_docs(self) -> frozenset[str]:
         """Documents of the target's index manifest (empty when the target has none)."""
+        ...
+
+    def manifest(self) -> Any:
+        """The target's index manifest (raglake.builtin.index.IndexManifest), or None."""
         ...
 
 

@@ -33,6 +33,9 @@ class _ReplayBase:
     def known_docs(self) -> frozenset[str]:
         return frozenset()
 
+    def manifest(self) -> None:
+        return None
+
     def _name_from_methods(self, fallback: str) -> str:
         methods = Counter(c.method for c in self._by_id.values() if c.method)
         return safe_name(methods.most_common(1)[0][0]) if methods else safe_name(fallback)

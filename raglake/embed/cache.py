@@ -1,0 +1,108 @@
+"""Vectors cached on disk by (embedder key, text hash), so a text is encoded once across runs.
+
+Each embedder has its own folder of append-only shards (`shard-*.npz`: keys + float32 vectors),
+each written atomically; a reader loads every shard once per process."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from raglake.embed.model import Embedder
+
+
+def default_cache_root(lake_url: str) -> Path:
+    """$RAGLAKE_CACHE, else <lake>/_cache for a local lake, else ~/.cache/raglake."""
+    if os.environ.get("RAGLAKE_CACHE"):
+        return Path(os.environ["RAGLAKE_CACHE"])
+    if "://" not in lake_url or lake_url.startswith("file://"):
+        return Path(lake_url.removeprefix("file://")) / "_cache"
+    return Path.home() / ".cache" / "raglake"
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+@dataclass
+class EncodeStats:
+    requested: int = 0  # texts asked for
+    distinct: int = 0  # distinct texts among them
+    cached: int = 0  # distinct texts found in the cache
+    encoded: int = 0  # distinct texts the model encoded
+    seconds_encoding: float = 0.0
+    by_caller: dict[str, int] = field(default_factory=dict)
+
+
+class EmbeddingCache:
+    def __init__(self, root: str | Path, embedder_key: str):
+        self.folder = Path(root) / re.sub(r"[^A-Za-z0-9._@-]+", "_", embedder_key)
+        self._vectors: dict[str, np.ndarray] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, np.ndarray]:
+        if self._vectors is None:
+            vectors: dict[str, np.ndarray] = {}
+            for shard in sorted(self.folder.glob("shard-*.npz")):
+                with np.load(shard, allow_pickle=False) as data:
+                    vectors.update(zip(data["keys"].tolist(), data["vectors"]))
+            self._vectors = vectors
+        return self._vectors
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            stored = self._load()
+            return {k: stored[k] for k in keys if k in stored}
+
+    def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        if not len(keys):
+            return
+        with self._lock:
+            self._load().update(zip(keys, vectors))
+            self.folder.mkdir(parents=True, exist_ok=True)
+            name = f"shard-{uuid.uuid4().hex}"
+            tmp = self.folder / f".{name}.npz.tmp"
+            with tmp.open("wb") as f:
+                np.savez(f, keys=np.asarray(keys, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
+            os.replace(tmp, self.folder / f"{name}.npz")
+
+
+class TextEncoder:
+    """Encode-once front of an embedder: deduplicates, reads the cache, encodes only what is missing."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache | None):
+        self.embedder, self.cache = embedder, cache
+        self.stats = EncodeStats()
+
+    def encode(self, texts: Sequence[str], caller: str = "") -> np.ndarray:
+        """Vectors aligned with `texts` (duplicates share one encoding)."""
+        import time
+
+        keys = [text_key(t) for t in texts]
+        distinct = dict(zip(keys, texts))
+        found = self.cache.get(list(distinct)) if self.cache else {}
+        missing = [k for k in distinct if k not in found]
+        if missing:
+            t0 = time.perf_counter()
+            fresh = self.embedder.encode([distinct[k] for k in missing])
+            self.stats.seconds_encoding += time.perf_counter() - t0
+            found.update(zip(missing, fresh))
+            if self.cache:
+                self.cache.put(missing, fresh)
+        self.stats.requested += len(texts)
+        self.stats.distinct += len(distinct)
+        self.stats.cached += len(distinct) - len(missing)
+        self.stats.encoded += len(missing)
+        if caller:
+            self.stats.by_caller[caller] = self.stats.by_caller.get(caller, 0) + len(missing)
+        if not keys:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
