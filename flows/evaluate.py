@@ -10,12 +10,14 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from raglake.analysis import LakeQueries
+from raglake.embed.texts import collect_texts
 from raglake.lake.store import Lake
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
 from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
 from raglake.scoring import ScoredBatch
 from tasks.capture import capture_batch
+from tasks.embed import embed_texts
 from tasks.land import land
 from tasks.score import score_cases
 
@@ -33,13 +35,14 @@ def evaluate(
     batch_size: int = 100,
     results: str | None = None,
     embedder: str | None = None,
+    scoring: dict | None = None,
 ) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id."""
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(golden=golden, target=target, lake=lake, k=k, run_id=run_id, labels=labels, metrics=metrics,
                     require_snippets=require_snippets, batch_size=batch_size, results=results,
-                    embedder=embedder)
+                    embedder=embedder, scoring=scoring)
     storage = Path(plan.results_dir)
     batches = plan.batches()
     log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
@@ -49,11 +52,17 @@ def evaluate(
     captures = [c for batch in captured.result() for c in batch]
     t_captured = time.perf_counter()
 
+    embedding = plan.embedding_spec()
+    embedding_stats = None
+    if embedding is not None:  # every distinct text once, before the batches read them
+        embedding_stats = embed_texts(embedding, collect_texts(zip(plan.golden.cases, captures), plan.config.k))
+    t_embedded = time.perf_counter()
+
     versions = metric_versions(plan.metrics)
     known_docs = plan.target.known_docs()
     per_batch = [captures[i * plan.batch_size : (i + 1) * plan.batch_size] for i in range(len(batches))]
     scored_futures = score_cases.with_options(result_storage=storage).map(
-        batches, per_batch, unmapped(versions), unmapped(plan.config), unmapped(known_docs)
+        batches, per_batch, unmapped(versions), unmapped(plan.config), unmapped(known_docs), unmapped(embedding)
     )
     scored = ScoredBatch()
     for part in scored_futures.result():
@@ -63,12 +72,12 @@ def evaluate(
     finished = dt.datetime.now(dt.timezone.utc)
     manifest = plan.target.manifest()
     run_inputs = RunInputs(
-        captures, suite_seconds=time.perf_counter() - t0,
-        stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured}, manifest=manifest,
+        captures, suite_seconds=time.perf_counter() - t0, manifest=manifest, embedding_stats=embedding_stats,
+        stage_seconds={"capture": t_captured - t0, "embedding": t_embedded - t_captured, "scoring": t_scored - t_embedded},
     )
     run_level = all_metrics(level="run")
     run_values = [v for m in run_level for v in m.fn(run_inputs)]
-    record = plan.record(finished, len(captures), manifest)
+    record = plan.record(finished, len(captures), manifest, embedding.key if embedding is not None else None)
     record.metric_versions.update(metric_versions(run_level))
     coverage = manifest.coverage_columns() if manifest is not None else None
     land(plan.lake.url, record, plan.golden.cases, captures, scored, run_values, plan.scoring_id, coverage)

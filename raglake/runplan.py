@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from raglake.lake.store import Lake
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions, select_metrics
 from raglake.metrics.rules import RULES_VERSION
+from raglake.text.sentences import SPLITTER_VERSION
+from raglake.embed.bertscore import BERTSCORE_VERSION
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target, make_target
 
@@ -59,11 +61,25 @@ class RunPlan:
     def scoring_id(self) -> str:
         return "s-" + digest([self.run_id, metric_versions(self.metrics), self.config.__dict__])[:12]
 
+    def embedding_spec(self) -> Any:
+        """The run's raglake.embed.prepare.EmbeddingSpec, or None when no selected metric embeds."""
+        from raglake.embed.cache import default_cache_root
+        from raglake.embed.prepare import EmbeddingSpec, needs_embedder, reference_idf, text_encoder
+
+        if not needs_embedder(self.metrics):
+            return None
+        root = str(default_cache_root(self.lake.url) / "embeddings")
+        encoder = text_encoder(self.embedder, root)
+        idf = None
+        if self.config.bertscore_idf:
+            idf = reference_idf(encoder, [c.reference_answer or "" for c in self.golden.cases], self.config.bertscore_layer)
+        return EmbeddingSpec(self.embedder, root, encoder.embedder.key, idf)
+
     def batches(self) -> list[list[GoldenCase]]:
         cases = self.golden.cases
         return [cases[i : i + self.batch_size] for i in range(0, len(cases), self.batch_size)]
 
-    def record(self, finished_at: dt.datetime, n_cases: int, manifest: Any = None) -> RunRecord:
+    def record(self, finished_at: dt.datetime, n_cases: int, manifest: Any = None, embedder_key: str | None = None) -> RunRecord:
         """The run's `runs` row; `manifest` is the target's index manifest when it has one."""
         return RunRecord(
             run_id=self.run_id, started_at=self.started_at, finished_at=finished_at,
@@ -71,10 +87,10 @@ class RunPlan:
             dataset_name=self.golden.name, dataset_path=self.golden.path, dataset_hash=self.golden.content_hash,
             n_cases=n_cases, k=self.config.k, require_snippets=self.config.require_snippets,
             code_version=code_version(), metric_versions=metric_versions(self.metrics),
-            config={"k": self.config.k, "require_snippets": self.config.require_snippets,
-                    "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
-                    "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION},
-            embedder=manifest.embedding_model if manifest is not None else None,
+            config={**asdict(self.config), "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
+                    "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION,
+                    "sentence_splitter_version": SPLITTER_VERSION, "bertscore_version": BERTSCORE_VERSION},
+            embedder=embedder_key or (manifest.embedding_model if manifest is not None else None),
             index_version=manifest.index_version if manifest is not None else None,
             index_info=manifest.info() if manifest is not None else {},
         )
@@ -118,13 +134,15 @@ def plan_run(
     batch_size: int = 100,
     results: str | None = None,
     embedder: str | None = None,
+    scoring: dict[str, Any] | None = None,
 ) -> RunPlan:
-    """Load and check every input; raises before anything is written."""
+    """Load and check every input; raises before anything is written. `scoring` holds the other
+    ScoringConfig settings (theta_s, theta_h, bertscore_layer, bertscore_idf)."""
     if batch_size < 1:
         raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
     try:
-        config = ScoringConfig(k=k, require_snippets=require_snippets)
-    except ValueError as e:
+        config = ScoringConfig(k=k, require_snippets=require_snippets, **(scoring or {}))
+    except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
     the_lake = Lake(lake)
     golden_set = load_golden(golden)
@@ -133,6 +151,10 @@ def plan_run(
     the_target = make_target(target, the_lake, embedder=embedder)
     the_target.check(golden_set)
     chosen = select_metrics(metrics)
+    if embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
+        from raglake.embed.model import resolve_embedder_path
+
+        resolve_embedder_path(embedder)  # a bad --embedder fails here, before any work
     started = dt.datetime.now(dt.timezone.utc)
     if run_id is not None:
         if not _RUN_ID.match(run_id):
@@ -151,9 +173,10 @@ def capture_key(target: Target, cases: list[GoldenCase]) -> str:
 
 
 def score_key(cases: list[GoldenCase], captures: list[Capture], versions: dict[str, str], config: ScoringConfig,
-              known_docs: frozenset[str]) -> str:
-    """Batch content + metric versions + scoring settings + rule versions: equal keys, equal scores."""
+              known_docs: frozenset[str], embedding: Any = None) -> str:
+    """Batch content + metric versions + scoring settings + rule versions + embedder: equal keys, equal scores."""
     return "score-" + digest([
         [c.model_dump(mode="json") for c in cases], [c.model_dump(mode="json") for c in captures],
-        versions, config.__dict__, sorted(known_docs), ANCHOR_RULE_VERSION, RULES_VERSION,
+        versions, asdict(config), sorted(known_docs), ANCHOR_RULE_VERSION, RULES_VERSION, SPLITTER_VERSION,
+        BERTSCORE_VERSION, embedding.cache_token() if embedding is not None else None,
     ])[:32]

@@ -12,7 +12,7 @@ from raglake.metrics.context import CaseContext, Label, ScoringConfig
 from raglake.metrics.registry import Metric, Score
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
-SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source")
+SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source", "embedder")
 LABEL_COLUMNS = ("case_id", "level", "rank", "label", "value", "label_source")
 CHUNK_COLUMNS = ("case_id", "rank", "rel_path", "heading_path", "text", "score", "chunk_id", "in_top_k", "matched_supports")
 
@@ -48,12 +48,22 @@ def score_context(ctx: CaseContext, metrics: Sequence[Metric]) -> list[tuple[Met
     return [(m, precondition(m, ctx.case, ctx.capture) or m.fn(ctx)) for m in metrics]
 
 
-def score_one(case: GoldenCase, capture: Capture, metric: str, *, k: int = 5, require_snippets: bool = False) -> Score:
-    """One metric for one case (handy in notebooks and tests)."""
+def score_one(case: GoldenCase, capture: Capture, metric: str, *, k: int = 5, require_snippets: bool = False,
+              encoder: Any = None, **settings: Any) -> Score:
+    """One metric for one case (handy in notebooks and tests); embedding metrics use `encoder`, or
+    the default embedder without a disk cache."""
+    from raglake.embed.prepare import needs_embedder, prepare_embeddings
     from raglake.metrics.registry import get_metric
 
-    ctx = CaseContext(case, capture, ScoringConfig(k=k, require_snippets=require_snippets))
-    return score_context(ctx, [get_metric(metric)])[0][1]
+    metrics = [get_metric(metric)]
+    config = ScoringConfig(k=k, require_snippets=require_snippets, **settings)
+    if encoder is None and needs_embedder(metrics):
+        from raglake.embed.prepare import default_encoder
+
+        encoder = default_encoder()
+    embeddings = prepare_embeddings([(case, capture)], metrics, config, encoder)
+    ctx = CaseContext(case, capture, config, embeddings=embeddings)
+    return score_context(ctx, metrics)[0][1]
 
 
 def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metric, Score]]) -> None:
@@ -65,6 +75,7 @@ def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metr
         out["reason"].append(score.reason)
         out["metric_version"].append(metric.version)
         out["label_source"].append(score.source)
+        out["embedder"].append(score.model)
 
 
 def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
@@ -98,11 +109,19 @@ def score_batch(
     config: ScoringConfig,
     *,
     known_docs: frozenset[str] = frozenset(),
+    encoder: Any = None,
+    idf: dict[int, float] | None = None,
 ) -> ScoredBatch:
-    """Scores (one row per case × metric), labels and chunks of a batch of (case, capture) pairs."""
+    """Scores (one row per case × metric), labels and chunks of a batch of (case, capture) pairs.
+
+    `encoder` (a raglake.embed.cache.TextEncoder) is needed when embedding metrics are among `metrics`."""
+    from raglake.embed.prepare import prepare_embeddings
+
+    pairs = list(pairs)
+    embeddings = prepare_embeddings(pairs, metrics, config, encoder, idf)
     batch = ScoredBatch()
     for case, capture in pairs:
-        ctx = CaseContext(case, capture, config, known_docs=known_docs)
+        ctx = CaseContext(case, capture, config, known_docs=known_docs, embeddings=embeddings)
         _add_scores(batch.scores, case.id, score_context(ctx, metrics))
         _add_labels(batch.labels, ctx)
         _add_chunks(batch.chunks, ctx)

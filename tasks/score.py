@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import task
 
+from raglake.embed.prepare import EmbeddingSpec
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
 from raglake.runplan import score_key
@@ -14,7 +15,8 @@ from raglake.scoring import ScoredBatch, score_batch
 @task(
     name="score-batch",
     persist_result=True,
-    cache_key_fn=lambda ctx, p: score_key(p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"]),
+    cache_key_fn=lambda ctx, p: score_key(p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"],
+                                          p["embedding"]),
 )
 def score_cases(
     cases: list[GoldenCase],
@@ -22,6 +24,9 @@ def score_cases(
     versions: dict[str, str],
     config: ScoringConfig,
     known_docs: frozenset[str],
+    embedding: EmbeddingSpec | None = None,
 ) -> ScoredBatch:
     metrics = [get_metric(name) for name in versions]
-    return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs)
+    encoder = embedding.encoder() if embedding is not None else None
+    idf = embedding.idf if embedding is not None else None
+    return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf)

@@ -15,6 +15,7 @@ import pytest
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import FAMILIES, STATUSES, Score, all_metrics
 from raglake.schemas import Capture, GoldenCase
+from raglake.embed.prepare import default_encoder, prepare_embeddings
 from raglake.scoring import score_context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,12 +70,13 @@ def _pairs() -> list[tuple[GoldenCase, Capture]]:
         # answerable, misses, fabricated reference
         (_case("a2", **answerable), _cap("a2", OTHER, OTHER, references=[{"rel_path": "ghost.md"}])),
         # answerable, no chunks
-        (_case("a3", **answerable), _cap("a3", answer="Postgres.")),
+        (_case("a3", **answerable, reference_answer="Atlas runs on Postgres 16."), _cap("a3", answer="Postgres.")),
         # answerable, no gold supports
         (_case("a4"), _cap("a4", OTHER)),
         # unanswerable: abstained (field), answered (phrase-free), abstained (phrase)
         (_case("u1", answerable=False), _cap("u1", answer="I could not find this.", abstained=True)),
-        (_case("u2", answerable=False), _cap("u2", OTHER, answer="Your password is hunter2.")),
+        (_case("u2", answerable=False, reference_answer="The notes do not say."),
+         _cap("u2", OTHER, answer="Your password is hunter2.")),
         (_case("u3", answerable=False), _cap("u3", answer="I don't know.")),
         # failed captures
         (_case("f1", **answerable), _cap("f1", status="error", error="HTTP 502", answer="")),
@@ -111,6 +113,8 @@ CASE_METRICS = all_metrics(level="case")
 def _range(scale: str) -> tuple[float, float]:
     if scale == "binary":
         return 0.0, 1.0
+    if scale == "cosine":
+        return -1.0, 1.0
     m = re.fullmatch(r"(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)", scale)
     assert m, f"unknown scale {scale!r}"
     return float(m.group(1)), float(m.group(2))
@@ -139,7 +143,9 @@ def test_case_metric_conformance(metric):
     for config in CONFIGS:
         for case, capture in _pairs():
             where = f"{metric.name} on {case.id} (k={config.k})"
-            s = score_context(CaseContext(case, capture, config), [metric])[0][1]
+            # embedding metrics read the batch's vectors and BERTScores (the real packaged model)
+            embeddings = prepare_embeddings([(case, capture)], [metric], config, default_encoder())
+            s = score_context(CaseContext(case, capture, config, embeddings=embeddings), [metric])[0][1]
             assert isinstance(s, Score), where
             assert s.status in STATUSES, where
             statuses.add(s.status)
@@ -155,7 +161,7 @@ def test_case_metric_conformance(metric):
             if capture.failed:
                 assert (s.status, s.reason) == ("undefined", "capture_failed"), where
             # deterministic: a fresh context on the same input gives the same score
-            again = score_context(CaseContext(case, capture, config), [metric])[0][1]
+            again = score_context(CaseContext(case, capture, config, embeddings=embeddings), [metric])[0][1]
             assert _same(s, again), (where, s, again)
     # the varied set exercises both the defined and the undefined path of every metric
     assert "ok" in statuses

@@ -43,24 +43,45 @@ class Skipped:
     reason: str  # empty_section | over_max_sequence
 
 
-def _units(body: str) -> list[str]:
-    """Lines, and sentences of lines that are prose; blank lines are kept as paragraph breaks."""
-    units: list[str] = []
+Unit = tuple[str, str]  # (text, the separator that joins it to the unit before: "\n" or " ")
+
+
+def _approx(text: str) -> int:
+    """A cheap token estimate (1.3 tokens a word) to decide what must be cut before counting."""
+    return int(len(text.split()) * 1.3) + 1
+
+
+def _units(body: str, budget: int, overlap: int) -> list[Unit]:
+    """Lines, cut into sentences; a sentence longer than the budget cut into word runs small enough
+    (about half the overlap) that the overlap can carry them."""
+    units: list[Unit] = []
+    step = max(1, int(max(overlap, 8) / 2 / 1.3))
     for line in body.split("\n"):
-        units.extend(_SENTENCE_END.split(line) if len(line) > 200 else [line])
+        joiner = "\n"
+        for sentence in _SENTENCE_END.split(line):
+            words = sentence.split()
+            pieces = [" ".join(words[i : i + step]) for i in range(0, len(words), step)] \
+                if _approx(sentence) > budget else [sentence]
+            for piece in pieces:
+                units.append((piece, joiner))
+                joiner = " "
     return units
 
 
-def _split_units(units: list[str], counts: list[int], budget: int, overlap: int) -> list[list[str]]:
+def _join(units: list[Unit]) -> str:
+    return "".join((joiner if i else "") + text for i, (text, joiner) in enumerate(units)).strip()
+
+
+def _split_units(units: list[Unit], counts: list[int], budget: int, overlap: int) -> list[list[Unit]]:
     """Greedy packing of units into parts of at most `budget` tokens, each part starting with up to
     `overlap` tokens of the previous part's tail."""
-    parts: list[list[str]] = []
-    current: list[tuple[str, int]] = []
+    parts: list[list[Unit]] = []
+    current: list[tuple[Unit, int]] = []
     used = 0
     for unit, n in zip(units, counts):
         if current and used + n > budget:
             parts.append([u for u, _ in current])
-            tail: list[tuple[str, int]] = []
+            tail: list[tuple[Unit, int]] = []
             carried = 0
             for prev, pn in reversed(current):
                 if carried + pn > overlap or carried + pn + n > budget:
@@ -75,18 +96,6 @@ def _split_units(units: list[str], counts: list[int], budget: int, overlap: int)
     return parts
 
 
-def _approx(text: str) -> int:
-    """A cheap upper-ish token estimate for overlap bookkeeping (1.3 tokens a word)."""
-    return int(len(text.split()) * 1.3) + 1
-
-
-def _words(unit: str, budget: int) -> list[str]:
-    """A unit longer than the budget, cut into word runs of about budget/1.5 words."""
-    words = unit.split()
-    step = max(1, int(budget / 1.5))
-    return [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
-
-
 def chunk_section(rel_path: str, section: Section, settings: ChunkSettings, count: CountTokens,
                   max_sequence: int) -> tuple[list[Chunk], list[Skipped]]:
     if len(section.body.strip()) < settings.min_body_chars:
@@ -98,10 +107,9 @@ def chunk_section(rel_path: str, section: Section, settings: ChunkSettings, coun
     if whole <= budget:
         bodies = [section.body]
     else:
-        units = [u for unit in _units(section.body) for u in ([unit] if _approx(unit) <= budget else _words(unit, budget))]
-        counts = count(units)
-        bodies = ["\n".join(p).strip() for p in _split_units(units, counts, budget, settings.overlap_tokens)]
-        bodies = [b for b in bodies if b]
+        units = _units(section.body, budget, settings.overlap_tokens)
+        counts = count([text for text, _ in units])
+        bodies = [b for b in (_join(p) for p in _split_units(units, counts, budget, settings.overlap_tokens)) if b]
     embed_texts = [f"{context}\n{b}" if context else b for b in bodies]
     sizes = count(embed_texts)
     chunks, skipped = [], []

@@ -59,15 +59,15 @@ def parse_note(raw: str) -> Note:
     meta, text, offset, error = split_front_matter(raw.replace("\r\n", "\n").replace("\r", "\n"))
     lines = text.split("\n")
     headings: list[tuple[int, int, str, str]] = []  # (line index, level, title, heading line(s))
-    in_fence: str | None = None
+    in_fence: str | None = None  # the opening fence run; only a run of the same character, at least as long, closes it
     setext_lines: set[int] = set()
     for i, line in enumerate(lines):
         fence = _FENCE.match(line)
         if fence:
-            marker = fence.group(1)[0] * 3
+            run = fence.group(1)
             if in_fence is None:
-                in_fence = marker
-            elif fence.group(1).startswith(in_fence):
+                in_fence = run
+            elif run[0] == in_fence[0] and len(run) >= len(in_fence) and not line.strip()[len(run):].strip():
                 in_fence = None
             continue
         if in_fence:

@@ -20,7 +20,7 @@ from raglake.metrics.registry import all_metrics
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 
 LakeOpt = Annotated[Optional[str], typer.Option("--lake", help="Lake root (default $RAGLAKE_LAKE or data/lake).")]
-HEADLINE_FAMILIES = ("retrieval", "abstention")
+HEADLINE_FAMILIES = ("retrieval", "abstention", "embedding")
 MAX_SLICE_ROWS = 20
 
 
@@ -82,6 +82,10 @@ def run(
     require_snippets: Annotated[bool, typer.Option(help="A chunk matches a support only if it holds one of its snippets.")] = False,
     batch_size: Annotated[int, typer.Option(help="Cases per capture/scoring task.")] = 100,
     embedder: Annotated[Optional[str], typer.Option(help="Sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2).")] = None,
+    theta_s: Annotated[float, typer.Option(help="context_sufficiency threshold θs (cosine).")] = 0.5,
+    theta_h: Annotated[float, typer.Option(help="answer_hallucination threshold θh (cosine).")] = 0.4,
+    bertscore_layer: Annotated[Optional[int], typer.Option(help="BERTScore hidden layer (default: the model's last).")] = None,
+    bertscore_idf: Annotated[bool, typer.Option(help="Weight BERTScore tokens by idf over the run's references.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
@@ -94,7 +98,8 @@ def run(
         raise ConfigError("--run-id names one run; give a single --target with it")
     options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
                    metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
-                   embedder=embedder)
+                   embedder=embedder, scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
+                                                   bertscore_idf=bertscore_idf))
     for spec in targets:  # check every input before the first run starts
         plan_run(target=spec, run_id=run_id, **options)
     from flows.evaluate import evaluate

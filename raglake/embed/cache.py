@@ -43,15 +43,17 @@ class EncodeStats:
 
 
 class EmbeddingCache:
-    def __init__(self, root: str | Path, embedder_key: str):
-        self.folder = Path(root) / re.sub(r"[^A-Za-z0-9._@-]+", "_", embedder_key)
+    """Vectors by text key; on disk under `root` (shared across runs), or in memory only when root is None."""
+
+    def __init__(self, root: str | Path | None, embedder_key: str):
+        self.folder = Path(root) / re.sub(r"[^A-Za-z0-9._@-]+", "_", embedder_key) if root else None
         self._vectors: dict[str, np.ndarray] | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, np.ndarray]:
         if self._vectors is None:
             vectors: dict[str, np.ndarray] = {}
-            for shard in sorted(self.folder.glob("shard-*.npz")):
+            for shard in sorted(self.folder.glob("shard-*.npz")) if self.folder else ():
                 with np.load(shard, allow_pickle=False) as data:
                     vectors.update(zip(data["keys"].tolist(), data["vectors"]))
             self._vectors = vectors
@@ -67,6 +69,8 @@ class EmbeddingCache:
             return
         with self._lock:
             self._load().update(zip(keys, vectors))
+            if self.folder is None:
+                return
             self.folder.mkdir(parents=True, exist_ok=True)
             name = f"shard-{uuid.uuid4().hex}"
             tmp = self.folder / f".{name}.npz.tmp"

@@ -60,7 +60,7 @@ CHUNKS = _spec("chunks", "run_id", [
 SCORES = _spec("scores", "run_id", [
     ("case_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()), ("status", pa.string()),
     ("reason", pa.string()), ("metric_version", pa.string()), ("label_source", pa.string()),
-    ("judge_model", pa.string()), ("prompt_id", pa.string()), ("prompt_version", pa.string()),
+    ("embedder", pa.string()), ("judge_model", pa.string()), ("prompt_id", pa.string()), ("prompt_version", pa.string()),
     ("scoring_id", pa.string()), ("scored_at", TS),
 ])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from raglake.anchors import anchor_matches
 from raglake.metrics import rules
@@ -17,10 +18,17 @@ class ScoringConfig:
 
     k: int = 5
     require_snippets: bool = False
+    theta_s: float = 0.5  # context_sufficiency: a chunk is sufficient at cos(question, chunk) ≥ θs
+    theta_h: float = 0.4  # answer_hallucination: a sentence is unsupported when its best cos < θh
+    bertscore_layer: int | None = None  # hidden layer for BERTScore (None: the model's last)
+    bertscore_idf: bool = False  # weight BERTScore tokens by idf over the run's references
 
     def __post_init__(self) -> None:
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
+        for name in ("theta_s", "theta_h"):
+            if not -1.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} is a cosine threshold in [-1, 1], got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -38,14 +46,21 @@ class CaseContext:
         *,
         known_docs: frozenset[str] = frozenset(),
         judge_labels: dict[str, Label] | None = None,
+        embeddings: Any = None,
     ):
         self.case, self.capture, self.config = case, capture, config
         self.known_docs = known_docs  # documents of the target's index manifest, when it has one
         self.judge_labels = judge_labels or {}
+        self.embeddings = embeddings  # raglake.embed.prepare.EmbeddingInputs of the batch, for embedding metrics
 
     @property
     def k(self) -> int:
         return self.config.k
+
+    @cached_property
+    def abstained(self) -> bool:
+        """The explicit `abstained` field, else seed 004's uncertainty phrases."""
+        return rules.abstained(self.capture)[0]
 
     @cached_property
     def top(self) -> list[RetrievedChunk]:

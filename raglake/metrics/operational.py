@@ -18,6 +18,7 @@ class RunInputs:
     suite_seconds: float | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)  # raglake's own stages: capture, scoring, landing
     manifest: Any = None  # the target's index manifest (raglake.builtin.index.IndexManifest), when it has one
+    embedding_stats: dict[str, float] | None = None  # the run's embedding stage: distinct texts, encoded, seconds
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -91,3 +92,14 @@ def suite_seconds(run: RunInputs) -> list[RunValue]:
 def stage_seconds(run: RunInputs) -> list[RunValue]:
     """Wall time of each of raglake's own stages (capture, scoring, landing)."""
     return [RunValue("stage_seconds", s, stage, len(run.captures), "seconds") for stage, s in run.stage_seconds.items()]
+
+
+@register("embedding_texts", family="operational", scale="count", higher_is_better=None, seed="003", level="run",
+          inputs=("embedding_stats",))
+def embedding_texts(run: RunInputs) -> list[RunValue]:
+    """Distinct texts the embedding metrics needed, and how many the model had to encode (the rest came
+    from the vector cache); `stage` says which."""
+    if not run.embedding_stats:
+        return []
+    n = len(run.captures)
+    return [RunValue("embedding_texts", run.embedding_stats[stage], stage, n, "texts") for stage in ("distinct", "encoded")]

@@ -24,13 +24,14 @@ class Score:
     status: str = "ok"
     reason: str | None = None
     source: str | None = None  # label source (human, rule, judge:<model>) where the value comes from labels
+    model: str | None = None  # the embedder (name@weights-hash[:layer]) that produced the value
 
     @staticmethod
-    def ok(value: float, source: str | None = None, reason: str | None = None) -> Score:
+    def ok(value: float, source: str | None = None, reason: str | None = None, model: str | None = None) -> Score:
         value = float(value)
         if math.isnan(value):
             raise ValueError("an ok score needs a number; use Score.undefined(reason)")
-        return Score(value, "ok", reason, source)
+        return Score(value, "ok", reason, source, model)
 
     @staticmethod
     def undefined(reason: str) -> Score:
@@ -108,7 +109,7 @@ def register(
 
 def _load_builtin_metrics() -> None:
     # importing the modules registers their metrics
-    from raglake.metrics import abstention, coverage, labels, operational, retrieval  # noqa: F401
+    from raglake.metrics import abstention, coverage, embedding, labels, operational, retrieval  # noqa: F401
 
 
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:

@@ -15,7 +15,8 @@ from urllib.parse import parse_qsl
 from raglake.builtin.chunker import ChunkSettings
 from raglake.builtin.index import Index, IndexManifest, build_index, corpus_files, index_version
 from raglake.builtin.rag import RagSettings, ReferenceRag
-from raglake.embed.cache import EmbeddingCache, TextEncoder, default_cache_root
+from raglake.embed.cache import TextEncoder, default_cache_root
+from raglake.embed.prepare import text_encoder
 from raglake.embed.model import get_embedder
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.golden import GoldenSet
@@ -55,7 +56,7 @@ class BuiltinTarget:
         options = "_".join(f"{k}-{v}" for k, v in parse_qsl(query))
         self.name = safe_name(f"builtin_{options}") if options else "builtin"
         self._embedder_name = embedder
-        self._cache_root = default_cache_root(lake_url) / "embeddings"
+        self._cache_root = str(default_cache_root(lake_url) / "embeddings")
         self._lock = threading.Lock()
         self._rag: ReferenceRag | None = None
         self.index_seconds: float | None = None
@@ -68,8 +69,7 @@ class BuiltinTarget:
         """Build the index once (thread-safe: capture batches may run in parallel)."""
         with self._lock:
             if self._rag is None:
-                embedder = get_embedder(self._embedder_name)
-                encoder = TextEncoder(embedder, EmbeddingCache(self._cache_root, embedder.key))
+                encoder = text_encoder(self._embedder_name, self._cache_root)
                 t0 = time.perf_counter()
                 index: Index = build_index(self.corpus, encoder, self.chunk_settings)
                 self.index_seconds = time.perf_counter() - t0

@@ -13,11 +13,15 @@ inc ltd co corp dept univ jan feb mar apr jun jul aug sep sept oct nov dec mon t
 a.m p.m u.s u.k e.u min max est avg incl excl resp
 """.split())
 
-_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)]|[a-z][.)])\s+")  # lowercase letters only: "J. R. R." is initials
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-# a boundary: terminal punctuation (with closing quotes/brackets), whitespace, then a sentence start
-_BOUNDARY = re.compile(r"([.!?…]+[\"'”’)\]]*)(\s+)(?=[\"'“‘(\[]?[A-Z0-9À-Ý])")
+# a boundary: terminal punctuation (with closing quotes/brackets and citation markers such as "[1]" or
+# "[2, 3]" that belong to the sentence they end), whitespace, then a sentence start
+_BOUNDARY = re.compile(
+    r"([.!?…]+[\"'”’)\]]*(?:\s*\[\d+(?:\s*,\s*\d+)*\])*)(\s+)(?=[\"'“‘(]?[A-Z0-9À-Ý]|\[(?!\d))"
+)
+_CITED_END = re.compile(r"([.!?…]+[\"'”’)\]]*)(\s*\[\d+(?:\s*,\s*\d+)*\])(?=[A-Z])")
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 
 
@@ -33,12 +37,13 @@ def _is_abbreviation(text_before: str) -> bool:
 
 
 def split_paragraph(text: str) -> list[str]:
+    text = _CITED_END.sub(r"\1\2 ", text)  # "cited.[1]Then" -> "cited.[1] Then"
     sentences: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
-        punct = m.group(1)
+        punct = re.match(r"[.!?…]+", m.group(1)).group(0)
         end = m.end(1)
-        if punct.startswith(".") and len(punct.rstrip("\"'”’)]")) == 1 and _is_abbreviation(text[start:m.start(1)]):
+        if punct == "." and _is_abbreviation(text[start:m.start(1)]):
             continue
         piece = text[start:end].strip()
         if piece:

@@ -1,0 +1,136 @@
+"""Embedding metrics (METRICS.md §4; seeds 003 and 004): cosine on normalised vectors of the run's
+embedder, read from the run's vector table (every distinct text encoded once), and BERTScore."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raglake.errors import RaglakeError
+from raglake.metrics.context import CaseContext
+from raglake.metrics.registry import Score, register
+
+_EMB = dict(family="embedding", seed="003")
+
+
+def _table(ctx: CaseContext):  # noqa: ANN202 - raglake.embed.texts.VectorTable
+    if ctx.embeddings is None or ctx.embeddings.vectors is None:
+        raise RaglakeError("embedding metrics need the run's vector table: score through raglake.scoring.score_batch "
+                           "with an encoder (raglake.embed.prepare)")
+    return ctx.embeddings.vectors
+
+
+def _ok(ctx: CaseContext, value: float) -> Score:
+    return Score.ok(float(value), model=ctx.embeddings.vectors.embedder_key)
+
+
+def _chunk_texts(ctx: CaseContext) -> list[str]:
+    return [c.text for c in ctx.top if c.text.strip()]
+
+
+def _question_chunk_cosines(ctx: CaseContext) -> np.ndarray:
+    table = _table(ctx)
+    return table.many(_chunk_texts(ctx)) @ table.vec(ctx.case.question)
+
+
+@register("context_relevance", scale="cosine", higher_is_better=True, inputs=("question", "retrieved", "vectors"), **_EMB)
+def context_relevance(ctx: CaseContext) -> Score:
+    """Mean cos(question, chunk) over the top-K chunks retrieved."""
+    if not _chunk_texts(ctx):
+        return Score.undefined("no_chunks")
+    return _ok(ctx, _question_chunk_cosines(ctx).mean())
+
+
+@register("context_sufficiency", scale="0-1", higher_is_better=True, inputs=("question", "retrieved", "vectors"), **_EMB)
+def context_sufficiency(ctx: CaseContext) -> Score:
+    """Share of the top K with cos(question, chunk) ≥ θs (default 0.5); missing ranks count as below."""
+    if not _chunk_texts(ctx):
+        return Score.undefined("no_chunks")
+    return _ok(ctx, (_question_chunk_cosines(ctx) >= ctx.config.theta_s).sum() / ctx.k)
+
+
+@register("answer_relevance_emb", scale="cosine", higher_is_better=True, inputs=("question", "answer", "vectors"), **_EMB)
+def answer_relevance_emb(ctx: CaseContext) -> Score:
+    """cos(question, answer): does the answer address the question (undefined on an abstention)."""
+    if not ctx.capture.answer.strip():
+        return Score.undefined("empty_answer")
+    if ctx.abstained:
+        return Score.undefined("abstained")
+    table = _table(ctx)
+    return _ok(ctx, table.vec(ctx.case.question) @ table.vec(ctx.capture.answer))
+
+
+def _answer_reference(ctx: CaseContext) -> float | Score:
+    if not ctx.capture.answer.strip():
+        return Score.undefined("empty_answer")
+    if not (ctx.case.reference_answer or "").strip():
+        return Score.undefined("no_reference")
+    table = _table(ctx)
+    return float(table.vec(ctx.capture.answer) @ table.vec(ctx.case.reference_answer))
+
+
+@register("answer_correctness_emb", scale="cosine", higher_is_better=True, inputs=("answer", "reference_answer", "vectors"), **_EMB)
+def answer_correctness_emb(ctx: CaseContext) -> Score:
+    """cos(answer, reference answer)."""
+    cos = _answer_reference(ctx)
+    return cos if isinstance(cos, Score) else _ok(ctx, cos)
+
+
+@register("semantic_similarity", family="embedding", seed="004", scale="0-1", higher_is_better=True,
+          inputs=("answer", "reference_answer", "vectors"))
+def semantic_similarity(ctx: CaseContext) -> Score:
+    """max(0, cos(answer, reference answer)); the 0-100 view is this × 100, rounded to 2 places."""
+    cos = _answer_reference(ctx)
+    return cos if isinstance(cos, Score) else _ok(ctx, max(0.0, cos))
+
+
+@register("answer_hallucination", scale="0-1", higher_is_better=False, inputs=("answer", "retrieved", "vectors"), **_EMB)
+def answer_hallucination(ctx: CaseContext) -> Score:
+    """Share of answer sentences whose best cos to any top-K chunk is < θh (default 0.4)."""
+    from raglake.embed.texts import answer_sentences
+
+    if not ctx.capture.answer.strip():
+        return Score.undefined("empty_answer")
+    if ctx.abstained:
+        return Score.undefined("abstained")
+    chunks = _chunk_texts(ctx)
+    if not chunks:
+        return Score.undefined("no_chunks")
+    sentences = answer_sentences(ctx.capture.answer)
+    table = _table(ctx)
+    best = (table.many(sentences) @ table.many(chunks).T).max(axis=1)
+    return _ok(ctx, (best < ctx.config.theta_h).mean())
+
+
+def _bert(ctx: CaseContext, part: str) -> Score:
+    if not ctx.capture.answer.strip():
+        return Score.undefined("empty_answer")
+    if not (ctx.case.reference_answer or "").strip():
+        return Score.undefined("no_reference")
+    if ctx.embeddings is None or ctx.embeddings.bert_id is None:
+        raise RaglakeError("BERTScore needs the batch's token embeddings: score through raglake.scoring.score_batch")
+    result = ctx.embeddings.bert.get(ctx.case.id)
+    if result is None:
+        return Score.undefined("no_tokens")
+    return Score.ok(min(1.0, getattr(result, part)), model=ctx.embeddings.bert_id)
+
+
+_BERT = dict(family="embedding", seed="004", scale="cosine", higher_is_better=True,
+             inputs=("answer", "reference_answer", "token_embeddings"))
+
+
+@register("bert_score_f1", **_BERT)
+def bert_score_f1(ctx: CaseContext) -> Score:
+    """BERTScore F1: greedy cosine matching of contextual token embeddings (answer vs reference)."""
+    return _bert(ctx, "f1")
+
+
+@register("bert_score_precision", **_BERT)
+def bert_score_precision(ctx: CaseContext) -> Score:
+    """BERTScore precision: mean over answer tokens of the best match among reference tokens."""
+    return _bert(ctx, "precision")
+
+
+@register("bert_score_recall", **_BERT)
+def bert_score_recall(ctx: CaseContext) -> Score:
+    """BERTScore recall: mean over reference tokens of the best match among answer tokens."""
+    return _bert(ctx, "recall")
