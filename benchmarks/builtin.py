@@ -17,7 +17,7 @@ the chunk budget so they split) in a temp folder, then measures, all in this one
   EmbeddingCache in a temp folder: dedupe, cache lookup, encode, shard write, stack), and the raw
   model (`model.encode(texts, batch_size=64, normalize_embeddings=True)`) on the same texts. The
   model is warmed up once before either is timed; the texts go through both in blocks of B
-  (default 512, 8 batches), alternating which path goes first, so load from other processes on a
+  (default 256, 4 batches), alternating which path goes first, so load from other processes on a
   shared machine hits both alike; the ratio is reported overall, by order (raw first / raglake
   first: two repetitions), and per block (min/median/max: the noise). Every text is a cache miss,
   as in a cold build_index. The goal is raglake/raw >= 0.9 chunks/second. `--whole` adds one
@@ -282,8 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=None, help="questions timed (default 200; --quick: 50)")
     ap.add_argument("--quick", action="store_true", help="a fast smoke run: 200 notes, 50 queries")
     ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--block", type=int, default=512,
-                    help="texts per paired raw/raglake embedding block (default 512 = 8 batches)")
+    ap.add_argument("--block", type=int, default=256,
+                    help="texts per paired raw/raglake embedding block (default 256 = 4 batches)")
     ap.add_argument("--whole", action="store_true",
                     help="also time both over all texts in one call each (raw first): 2 more encodes of the corpus")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
