@@ -14,7 +14,7 @@ from raglake.embed.texts import collect_texts
 from raglake.lake.store import Lake
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
-from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
+from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run
 from raglake.scoring import ScoredBatch
 from tasks.capture import capture_batch
 from tasks.embed import embed_texts
@@ -48,7 +48,10 @@ def evaluate(
     log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
              plan.golden.name, len(batches), plan.target.spec)
 
-    captured = capture_batch.with_options(result_storage=storage).map(unmapped(plan.target), batches)
+    journal = journal_path(plan.lake, plan.run_id)
+    captured = capture_batch.with_options(result_storage=storage).map(
+        unmapped(plan.target), batches, unmapped(plan.run_id), unmapped(journal)
+    )
     captures = [c for batch in captured.result() for c in batch]
     t_captured = time.perf_counter()
 

@@ -89,7 +89,8 @@ class RunPlan:
             code_version=code_version(), metric_versions=metric_versions(self.metrics),
             config={**asdict(self.config), "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
                     "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION,
-                    "sentence_splitter_version": SPLITTER_VERSION, "bertscore_version": BERTSCORE_VERSION},
+                    "sentence_splitter_version": SPLITTER_VERSION, "bertscore_version": BERTSCORE_VERSION,
+                    "target_config": getattr(self.target, "recorded_config", dict)()},
             embedder=embedder_key or (manifest.embedding_model if manifest is not None else None),
             index_version=manifest.index_version if manifest is not None else None,
             index_info=manifest.info() if manifest is not None else {},
@@ -148,7 +149,7 @@ def plan_run(
     golden_set = load_golden(golden)
     if labels:
         golden_set = load_labels(labels, golden_set)
-    the_target = make_target(target, the_lake, embedder=embedder)
+    the_target = make_target(target, the_lake, embedder=embedder, k=k)
     the_target.check(golden_set)
     chosen = select_metrics(metrics)
     if embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
@@ -168,8 +169,16 @@ def plan_run(
     )
 
 
-def capture_key(target: Target, cases: list[GoldenCase]) -> str:
-    return "capture-" + digest([target.content_key(), [c.model_dump(mode="json") for c in cases]])[:32]
+def capture_key(target: Target, cases: list[GoldenCase], run_id: str) -> str:
+    """A deterministic target's captures are reused across runs; a live one's only within its run."""
+    scope = None if target.deterministic else run_id
+    return "capture-" + digest([target.content_key(), scope, [c.model_dump(mode="json") for c in cases]])[:32]
+
+
+def journal_path(lake: Lake, run_id: str) -> str:
+    from raglake.embed.cache import default_cache_root
+
+    return str(default_cache_root(lake.url) / "captures" / f"{run_id}.jsonl")
 
 
 def score_key(cases: list[GoldenCase], captures: list[Capture], versions: dict[str, str], config: ScoringConfig,

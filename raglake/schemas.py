@@ -209,6 +209,7 @@ class Capture(_Strict):
     latency_ms: Latency = Latency()
     folder_mode: str | None = None
     selected_folders: list[str] = []
+    attempts: int | None = Field(default=None, ge=1)  # requests it took (live targets)
 
     @field_validator("case_id", mode="before")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import task
 
 from raglake.runplan import capture_key
+from raglake.targets.journal import CaptureJournal
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target
 
@@ -14,7 +15,8 @@ from raglake.targets import Target
     retries=2,
     retry_delay_seconds=[2, 10],
     persist_result=True,
-    cache_key_fn=lambda ctx, p: capture_key(p["target"], p["cases"]),
+    cache_key_fn=lambda ctx, p: capture_key(p["target"], p["cases"], p["run_id"]),
 )
-def capture_batch(target: Target, cases: list[GoldenCase]) -> list[Capture]:
-    return target.capture(cases)
+def capture_batch(target: Target, cases: list[GoldenCase], run_id: str, journal: str | None = None) -> list[Capture]:
+    """A live target journals each capture, so a retry or a resumed run asks only what is missing."""
+    return target.capture(cases, CaptureJournal(journal) if journal and not target.deterministic else None)

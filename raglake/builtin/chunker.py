@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from raglake.builtin.markdown import Section, parse_note
 
-CHUNKER_VERSION = "md-heading-1"
+CHUNKER_VERSION = "md-heading-2"  # 2: fences close only on a run as long as the opening; word-run splits keep overlap
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 CountTokens = Callable[[Sequence[str]], list[int]]

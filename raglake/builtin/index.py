@@ -65,6 +65,16 @@ class IndexManifest:
             "tokens_per_chunk_p95": percentile(tokens, 95) if tokens else None,
         }
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IndexManifest:
+        """A manifest as a service exposes it (the shape of to_json)."""
+        fields = dict(data)
+        fields["docs"] = [DocEntry(**d) for d in fields.get("docs", [])]
+        return cls(**fields)
+
     def info(self) -> dict[str, Any]:
         """What the run records about its index (runs.index_info)."""
         return {"corpus": self.corpus, "chunker_version": self.chunker_version,

@@ -225,6 +225,40 @@ def import_cmd(
                          f"evaluate with: raglake run --golden {golden_path} --target replay:{captures_path}")
 
 
+@app.command("serve-demo")
+def serve_demo(
+    port: Annotated[int, typer.Option(help="Port on the loopback interface.")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    corpus: Annotated[str, typer.Option(help="Notes folder the demo RAG indexes.")] = "data/corpus",
+    embedder: Annotated[Optional[str], typer.Option(help="Embedder for the demo's index.")] = None,
+    error_rate: Annotated[float, typer.Option(help="Share of questions answered with HTTP 500.")] = 0.0,
+    timeout_rate: Annotated[float, typer.Option(help="Share of questions that hang for --hang-s.")] = 0.0,
+    empty_rate: Annotated[float, typer.Option(help="Share of questions answered with an empty answer.")] = 0.0,
+    malformed_rate: Annotated[float, typer.Option(help="Share of questions answered with broken JSON.")] = 0.0,
+    flaky_rate: Annotated[float, typer.Option(help="Share of questions whose first attempt gets HTTP 503.")] = 0.0,
+    latency_ms: Annotated[float, typer.Option(help="Latency added to every response.")] = 0.0,
+    hang_s: Annotated[float, typer.Option(help="How long a 'timeout' question hangs.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Which questions get which fault.")] = 0,
+    lake: LakeOpt = None,
+) -> None:
+    """Serve the builtin reference RAG over HTTP (seed 001's debug API shape), with optional faults."""
+    import uvicorn
+
+    from raglake.demo.app import Faults, create_app
+    from raglake.targets.builtin import BuiltinTarget
+
+    try:
+        faults = Faults(error_rate, timeout_rate, empty_rate, malformed_rate, flaky_rate, latency_ms, hang_s, seed)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    target = BuiltinTarget(corpus, Lake(lake).url, embedder)
+    manifest = target.manifest()  # index before serving: the first request is not the slow one
+    render.console.print(f"demo RAG over {corpus} ({manifest.chunks_embedded} chunks, index {manifest.index_version}) "
+                         f"on http://{host}:{port}/debug/query — evaluate it with: "
+                         f"raglake run --target http:data/targets/demo.yaml")
+    uvicorn.run(create_app(target, faults), host=host, port=port, log_level="warning")
+
+
 @app.command("metrics")
 def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False) -> None:
     """List the metric registry."""

@@ -74,7 +74,7 @@ def case_columns(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> di
             "selected_folders": list(cap.selected_folders),
             "latency_folder_selection_ms": lat.folder_selection, "latency_retrieval_ms": lat.retrieval,
             "latency_generation_ms": lat.generation, "latency_total_ms": lat.total, "latency_wall_ms": lat.wall,
-            "capture_hash": capture_hash(cap),
+            "capture_hash": capture_hash(cap), "capture_attempts": cap.attempts,
         })
     return {name: [r[name] for r in rows] for name in TABLES["cases"].schema.names}
 

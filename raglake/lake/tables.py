@@ -48,7 +48,7 @@ CASES = _spec("cases", "run_id", [
     ("n_retrieved", pa.int32()), ("folder_mode", pa.string()), ("selected_folders", pa.list_(pa.string())),
     ("latency_folder_selection_ms", pa.float64()), ("latency_retrieval_ms", pa.float64()),
     ("latency_generation_ms", pa.float64()), ("latency_total_ms", pa.float64()), ("latency_wall_ms", pa.float64()),
-    ("capture_hash", pa.string()),
+    ("capture_hash", pa.string()), ("capture_attempts", pa.int32()),
 ])
 
 CHUNKS = _spec("chunks", "run_id", [

@@ -15,16 +15,23 @@ def _builtin(arg: str, lake: Lake, embedder: str | None) -> Target:
     return BuiltinTarget(arg, lake.url, embedder)
 
 
-_KINDS: dict[str, Callable[[str, Lake, str | None], Target]] = {
-    "replay": lambda arg, lake, embedder: ReplayFile(arg),
-    "replay-run": lambda arg, lake, embedder: ReplayRun(arg, lake),
-    "builtin": _builtin,
+def _http(arg: str, lake: Lake, embedder: str | None, k: int) -> Target:
+    from raglake.targets.http import HttpTarget
+
+    return HttpTarget(arg, k)
+
+
+_KINDS: dict[str, Callable[[str, Lake, str | None, int], Target]] = {
+    "replay": lambda arg, lake, embedder, k: ReplayFile(arg),
+    "replay-run": lambda arg, lake, embedder, k: ReplayRun(arg, lake),
+    "builtin": lambda arg, lake, embedder, k: _builtin(arg, lake, embedder),
+    "http": _http,
 }
 _OPTIONAL_ARGUMENT = ("builtin",)
 
 
-def make_target(spec: str, lake: Lake, *, embedder: str | None = None) -> Target:
-    """`builtin[:CORPUS_DIR]`, `replay:FILE` or `replay-run:RUN_ID`."""
+def make_target(spec: str, lake: Lake, *, embedder: str | None = None, k: int = 5) -> Target:
+    """`builtin[:CORPUS_DIR]`, `http:CONFIG.yaml`, `replay:FILE` or `replay-run:RUN_ID`."""
     kind, sep, arg = spec.partition(":")
     kind, query_sep, query = kind.partition("?")
     if kind not in _KINDS:
@@ -33,7 +40,7 @@ def make_target(spec: str, lake: Lake, *, embedder: str | None = None) -> Target
         raise ConfigError(f"target {spec!r} needs an argument, e.g. '{kind}:…'")
     if query_sep:  # builtin?folder_mode=off (no corpus folder given)
         arg = f"{arg}?{query}"
-    return _KINDS[kind](arg, lake, embedder)
+    return _KINDS[kind](arg, lake, embedder, k)
 
 
 __all__ = ["Target", "make_target"]

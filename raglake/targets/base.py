@@ -14,6 +14,7 @@ class Target(Protocol):
     spec: str  # as the user wrote it, e.g. "replay:data/captures/basic_search.jsonl"
     kind: str  # replay, replay-run, builtin, http
     name: str  # short label for tables: the method, or the file stem
+    deterministic: bool  # the same cases always give the same captures (replay, builtin); not a live service
 
     def content_key(self) -> str:
         """Changes whenever the captures this target would return may change (part of cache keys)."""
@@ -23,8 +24,10 @@ class Target(Protocol):
         """Raise on anything wrong with the target for this golden set, before any work is done."""
         ...
 
-    def capture(self, cases: list[GoldenCase]) -> list[Capture]:
-        """One capture per case, in order; a failed capture is a Capture with status error/timeout."""
+    def capture(self, cases: list[GoldenCase], journal: Any = None) -> list[Capture]:
+        """One capture per case, in order; a failed capture is a Capture with status error/timeout.
+        A live target appends each capture to `journal` (raglake.targets.journal.CaptureJournal) and
+        does not ask again for cases already in it."""
         ...
 
     def known_docs(self) -> frozenset[str]:

@@ -47,6 +47,7 @@ def _options(query: str) -> tuple[RagSettings, ChunkSettings]:
 
 class BuiltinTarget:
     kind = "builtin"
+    deterministic = True
 
     def __init__(self, arg: str, lake_url: str, embedder: str | None = None):
         corpus, _, query = (arg or DEFAULT_CORPUS).partition("?")
@@ -87,7 +88,7 @@ class BuiltinTarget:
             raise ConfigError(f"builtin target: corpus folder {self.corpus} does not exist")
         get_embedder(self._embedder_name)  # a bad --embedder fails here, before any work
 
-    def capture(self, cases: list[GoldenCase]) -> list[Capture]:
+    def capture(self, cases: list[GoldenCase], journal: object = None) -> list[Capture]:
         rag = self._ensure()
         t0 = time.perf_counter()
         vectors = rag.encoder.encode([c.question for c in cases], caller="builtin_question")

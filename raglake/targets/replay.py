@@ -23,11 +23,12 @@ def _missing(case: GoldenCase, where: str) -> Capture:
 class _ReplayBase:
     kind = "replay"
     spec = name = ""
+    deterministic = True
 
     def __init__(self) -> None:
         self._by_id: dict[str, Capture] = {}
 
-    def capture(self, cases: list[GoldenCase]) -> list[Capture]:
+    def capture(self, cases: list[GoldenCase], journal: object = None) -> list[Capture]:
         return [self._by_id.get(c.id) or _missing(c, self.spec) for c in cases]
 
     def known_docs(self) -> frozenset[str]:
@@ -120,4 +121,5 @@ def _capture_from_row(row: dict, chunks: list[dict]) -> Capture:
         references=json.loads(row["references"] or "[]"), retrieved=chunks, method=row["method"],
         status=row["capture_status"], error=row["capture_error"], latency_ms=latency,
         folder_mode=row["folder_mode"], selected_folders=row["selected_folders"] or [],
+        attempts=row.get("capture_attempts"),
     )

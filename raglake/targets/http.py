@@ -1,0 +1,83 @@
+"""`http:CONFIG.yaml`: capture from a live RAG service (see raglake.targets.http_config for the file)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from raglake.builtin.index import IndexManifest
+from raglake.errors import ConfigError
+from raglake.golden import GoldenSet
+from raglake.schemas import Capture, GoldenCase
+from raglake.targets.base import safe_name
+from raglake.targets.http_client import capture_all
+from raglake.targets.http_config import load_http_config
+from raglake.targets.journal import CaptureJournal
+
+
+class HttpTarget:
+    kind = "http"
+    deterministic = False  # a live service: every run asks again (a resumed run asks only what is missing)
+
+    def __init__(self, config_path: str, k: int = 5):
+        self.config_path = Path(config_path)
+        self.config = load_http_config(self.config_path)
+        self.name = safe_name(self.config.name or self.config_path.stem)
+        if self.config.name is None:
+            self.config = self.config.model_copy(update={"name": self.name})
+        self.spec = f"http:{config_path}"
+        self.k = k
+        self._manifest: IndexManifest | None = None
+        self._manifest_loaded = False
+
+    def content_key(self) -> str:
+        return f"http:{self.config.fingerprint()}"
+
+    def recorded_config(self) -> dict[str, Any]:
+        """What the run records about this target: the config without secrets."""
+        return self.config.secret_free()
+
+    def check(self, golden: GoldenSet) -> None:
+        """A missing secret or an unreadable manifest fails before any request is made."""
+        self.config.resolved_headers()
+        self.manifest()
+
+    def capture(self, cases: list[GoldenCase], journal: CaptureJournal | None = None) -> list[Capture]:
+        done = journal.completed(cases) if journal else {}
+        todo = [c for c in cases if c.id not in done]
+        fresh = asyncio.run(capture_all(self.config, todo, self.k, journal.append if journal else None)) if todo else []
+        by_id = {**done, **{c.case_id: c for c in fresh}}
+        return [by_id[c.id] for c in cases]
+
+    def known_docs(self) -> frozenset[str]:
+        manifest = self.manifest()
+        return manifest.doc_paths if manifest else frozenset()
+
+    def manifest(self) -> IndexManifest | None:
+        """The service's index manifest, from `manifest_url` or `manifest_file`, when configured."""
+        if self._manifest_loaded:
+            return self._manifest
+        self._manifest_loaded = True
+        source = self.config.manifest_url or self.config.manifest_file
+        if not source:
+            return None
+        try:
+            if self.config.manifest_url:
+                response = httpx.get(self.config.manifest_url, headers=self.config.resolved_headers(),
+                                     timeout=self.config.timeout_s)
+                response.raise_for_status()
+                data = response.json()
+            else:
+                path = Path(self.config.manifest_file)
+                if not path.is_absolute():
+                    path = self.config_path.parent / path
+                data = json.loads(path.read_text(encoding="utf-8"))
+            self._manifest = IndexManifest.from_json(data)
+        except (httpx.HTTPError, OSError, json.JSONDecodeError, TypeError, ValidationError) as e:
+            raise ConfigError(f"cannot read the index manifest from {source}: {e}") from None
+        return self._manifest

@@ -1,0 +1,140 @@
+"""Asking a live RAG service: one request per case under a concurrency limit, retries with
+exponential backoff and jitter on 5xx, 429 (honouring Retry-After), connection errors and timeouts
+(never on other 4xx), and every outcome turned into a capture with a status."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from raglake.schemas import Capture, GoldenCase
+from raglake.targets.http_config import HttpTargetConfig, render_body
+from raglake.targets.jsonpath import MISSING, get_path
+
+
+class MappingError(ValueError):
+    """The response is JSON but does not fit the configured mapping."""
+
+
+def _get(data: Any, path: str | None, what: str, kinds: tuple[type, ...]) -> Any:
+    if path is None:
+        return None
+    value = get_path(data, path)
+    if value is MISSING or value is None:
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise MappingError(f"{what} at {path!r} is a {type(value).__name__}, expected {' or '.join(k.__name__ for k in kinds)}")
+    return value
+
+
+def map_response(data: Any, config: HttpTargetConfig, case_id: str) -> dict[str, Any]:
+    """Capture fields from a parsed response body, through the configured JSON paths."""
+    m = config.response
+    capture: dict[str, Any] = {"case_id": case_id, "method": config.name}
+    capture["answer"] = _get(data, m.answer, "answer", (str,)) or ""
+    capture["abstained"] = _get(data, m.abstained, "abstained", (bool,))
+    refs = _get(data, m.references, "references", (list,)) or []
+    capture["references"] = [
+        {"rel_path": _get(r, m.reference.rel_path, "reference rel_path", (str,)) or "",
+         "heading_path": _get(r, m.reference.heading_path, "reference heading_path", (str, list))}
+        for r in refs
+    ]
+    chunks = _get(data, m.retrieved, "retrieved chunks", (list,)) or []
+    capture["retrieved"] = [
+        {"rank": (_get(c, m.chunk.rank, "chunk rank", (int,)) if m.chunk.rank else None) or i,
+         "rel_path": _get(c, m.chunk.rel_path, "chunk rel_path", (str,)) or "",
+         "heading_path": _get(c, m.chunk.heading_path, "chunk heading_path", (str, list)),
+         "text": _get(c, m.chunk.text, "chunk text", (str,)) or "",
+         "score": _get(c, m.chunk.score, "chunk score", (int, float)),
+         "chunk_id": _get(c, m.chunk.chunk_id, "chunk id", (str, int)) if m.chunk.chunk_id else None}
+        for i, c in enumerate(chunks, start=1)
+    ]
+    capture["folder_mode"] = _get(data, m.folder_mode, "folder_mode", (str,))
+    capture["selected_folders"] = _get(data, m.selected_folders, "selected_folders", (list,)) or []
+    capture["latency_ms"] = {stage: _get(data, path, f"latency {stage}", (int, float)) for stage, path in m.latency_ms.items()}
+    return capture
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def _values(case: GoldenCase, k: int) -> dict[str, Any]:
+    return {"question": case.question, "case_id": case.id, "category": case.category, "difficulty": case.difficulty,
+            "vault": case.vault, "tags": list(case.tags), "k": k}
+
+
+async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, headers: dict[str, str],
+                        case: GoldenCase, k: int, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> Capture:
+    body = render_body(config.body, _values(case, k))
+    request = {"json": body} if config.method != "GET" else {"params": body if isinstance(body, dict) else {}}
+    start = time.perf_counter()
+    attempts = 0
+    while True:
+        attempts += 1
+        retry_wait: float | None = None
+        try:
+            response = await client.request(config.method, config.url, headers=headers, timeout=config.timeout_s, **request)
+        except httpx.TimeoutException:
+            status, error, retryable = "timeout", f"no response within {config.timeout_s:g} s", True
+        except httpx.TransportError as e:
+            status, error, retryable = "error", f"connection error: {type(e).__name__}: {e}", True
+        else:
+            code = response.status_code
+            if code == 429 or code >= 500:
+                status, error, retryable = "error", f"HTTP {code}: {response.text[:300]}", True
+                retry_wait = retry_after_seconds(response)
+            elif code >= 400:
+                status, error, retryable = "error", f"HTTP {code}: {response.text[:300]}", False
+            else:
+                wall = (time.perf_counter() - start) * 1000
+                try:
+                    fields = map_response(response.json(), config, case.id)
+                    fields["latency_ms"]["wall"] = round(wall, 3)
+                    fields["attempts"] = attempts
+                    return Capture.model_validate(fields)
+                except json.JSONDecodeError as e:
+                    status, error, retryable = "error", f"malformed JSON response: {e.msg} at line {e.lineno} column {e.colno}", False
+                except (MappingError, ValidationError) as e:
+                    status, error, retryable = "error", f"response does not map onto a capture: {e}", False
+        if not retryable or attempts > config.retries:
+            wall = round((time.perf_counter() - start) * 1000, 3)
+            return Capture(case_id=case.id, status=status, error=f"{error} (after {attempts} attempt(s))",
+                           method=config.name, attempts=attempts, latency_ms={"wall": wall})
+        backoff = min(config.max_backoff_s, config.backoff_s * 2 ** (attempts - 1)) * (0.5 + random.random())
+        await sleep(max(backoff, retry_wait or 0.0))
+
+
+async def capture_all(config: HttpTargetConfig, cases: list[GoldenCase], k: int,
+                      on_capture: Callable[[GoldenCase, Capture], None] | None = None) -> list[Capture]:
+    """Every case once, at most `concurrency` in flight; results in case order."""
+    headers = config.resolved_headers()
+    limit = asyncio.Semaphore(config.concurrency)
+    limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
+
+    async with httpx.AsyncClient(limits=limits) as client:
+        async def one(case: GoldenCase) -> Capture:
+            async with limit:
+                capture = await fetch_capture(client, config, headers, case, k)
+            if on_capture is not None:
+                on_capture(case, capture)
+            return capture
+
+        return list(await asyncio.gather(*(one(c) for c in cases)))

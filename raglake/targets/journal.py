@@ -1,0 +1,52 @@
+"""A run's capture journal: every capture a live target returns is appended as one JSON line, so a
+run that is killed and started again with the same run id requests only the cases still missing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from raglake.schemas import Capture, GoldenCase
+
+
+def case_key(case: GoldenCase) -> str:
+    """The case content a capture answers (a changed question is asked again)."""
+    return hashlib.sha256(case.model_dump_json(include={"id", "question", "category", "difficulty", "vault", "tags"})
+                          .encode()).hexdigest()[:16]
+
+
+class CaptureJournal:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def load(self) -> dict[str, tuple[str, Capture]]:
+        """case id -> (case key, capture); a line cut short by a kill is ignored."""
+        found: dict[str, tuple[str, Capture]] = {}
+        if not self.path.exists():
+            return found
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+                capture = Capture.model_validate(entry["capture"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                continue  # the tail of an interrupted write
+            found[capture.case_id] = (entry["case_key"], capture)
+        return found
+
+    def completed(self, cases: list[GoldenCase]) -> dict[str, Capture]:
+        """Captures already journalled for these cases (same case content)."""
+        stored = self.load()
+        return {c.id: stored[c.id][1] for c in cases if c.id in stored and stored[c.id][0] == case_key(c)}
+
+    def append(self, case: GoldenCase, capture: Capture) -> None:
+        line = json.dumps({"case_key": case_key(case), "capture": capture.model_dump(mode="json")}, ensure_ascii=False)
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line + "\n")
+                f.flush()
