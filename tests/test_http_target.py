@@ -534,7 +534,7 @@ def test_every_case_is_captured_once_with_the_injected_status(captured: Captured
     got = {c.case_id: c.status for c in captured.captures}
     want = {c.id: expected_status(fault_demo.faults, c.question) for c in golden.cases}
     assert got == want
-    assert all(c.method == "faulty" for c in captured.captures)  # the config file's stem names the target
+    assert all(c.method == "demo" for c in captured.captures)  # the config's `name`
     assert all(c.status != "ok" or (c.answer and c.retrieved and c.latency_ms.total is not None)
                for c in captured.captures)
     # the demo got no question it was not asked, and every asked question at least once
@@ -548,7 +548,7 @@ def test_malformed_response_is_an_error_with_the_parse_message(captured: Capture
     for cap in malformed:
         assert cap.status == "error" and cap.answer == "" and cap.retrieved == []
         assert cap.error.startswith("malformed JSON response: Unterminated string starting at")
-        assert "line 1 column 12" in cap.error and cap.error.endswith("(after 1 attempt(s))")
+        assert "line 1 column 12" in cap.error and cap.error.endswith(f"(after {cap.attempts} attempt(s))")
 
 
 def test_attempts_follow_the_retry_rules(captured: Captured, golden, fault_demo: Demo) -> None:
@@ -574,7 +574,8 @@ def test_sticky_errors_and_hangs_use_every_retry(captured: Captured, golden, fau
             assert cap.error == f'HTTP 500: {{"detail":"injected failure"}} (after {n} attempt(s))'
         elif fault == "timeout":
             assert cap.error == f"no response within {TIMEOUT_S:g} s (after {n} attempt(s))"
-            assert cap.latency_ms.wall >= n * TIMEOUT_S * 1000  # every attempt waited the full timeout
+            hangs = n - is_flaky(fault_demo.faults, case.question)  # a flaky first attempt is a quick 503
+            assert cap.latency_ms.wall >= hangs * TIMEOUT_S * 1000  # every hanging attempt waited the full timeout
         else:
             continue
         assert cap.attempts == n == captured.requests[case.question]

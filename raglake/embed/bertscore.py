@@ -1,9 +1,11 @@
 """BERTScore (Zhang et al., 2020; seed 004): contextual token embeddings from a local transformer,
 greedy cosine matching, precision / recall / F1, optional idf weights from the run's references.
 
-Tokens are taken from one hidden layer (recorded with the model); [CLS] and [SEP] are excluded, as in
-the reference implementation. A text longer than the model's max sequence is embedded in consecutive
-windows, so no token is dropped. Values are not comparable across models or layers."""
+Tokens are taken from one hidden layer (recorded with the model). As in the reference implementation
+(bert_score 0.3.13), [CLS] and [SEP] carry weight 0 but stay in the matrices, so other tokens may match
+them; the `bert-score` package agrees to 1e-6 (tests/test_bertscore.py). A text longer than the model's
+max sequence is embedded in consecutive windows (each with its own [CLS]/[SEP]), so no token is
+dropped, where the reference truncates. Values are not comparable across models or layers."""
 
 from __future__ import annotations
 
@@ -63,8 +65,9 @@ class BertScorer:
             return []
         return self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
 
-    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
-        """Normalised contextual embeddings, one (n_tokens, dim) matrix per text."""
+    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text: normalised contextual embeddings of every window's [CLS] tokens [SEP], and which
+        rows are special tokens."""
         import torch
 
         windows = [(n, list(seq[i : i + self.window])) for n, seq in enumerate(ids) for i in range(0, len(seq), self.window)]
@@ -82,15 +85,18 @@ class BertScorer:
                 mask[row, : len(seq)] = 1
             with torch.no_grad():
                 out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
-            hidden = out.hidden_states[self.layer].numpy()
+            hidden = out.hidden_states[self.layer].numpy().astype(np.float64)
             for row, w in enumerate(batch):
-                vecs = hidden[row, 1 : 1 + len(windows[w][1])]
+                vecs = hidden[row, : len(windows[w][1]) + 2]  # [CLS] tokens [SEP]
                 pieces[w] = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         dim = int(self.model.config.hidden_size)
         out_per_text: list[list[np.ndarray]] = [[] for _ in ids]
-        for w, (n, _) in enumerate(windows):
+        specials: list[list[np.ndarray]] = [[] for _ in ids]
+        for w, (n, tokens) in enumerate(windows):
             out_per_text[n].append(pieces[w])
-        return [np.concatenate(parts) if parts else np.zeros((0, dim), np.float32) for parts in out_per_text]
+            specials[n].append(np.array([True] + [False] * len(tokens) + [True]))
+        return [(np.concatenate(parts), np.concatenate(flags)) if parts else (np.zeros((0, dim)), np.zeros(0, bool))
+                for parts, flags in zip(out_per_text, specials)]
 
     def score(self, candidates: Sequence[str], references: Sequence[str],
               idf: dict[int, float] | None = None) -> list[BertScore | None]:
@@ -101,10 +107,16 @@ class BertScorer:
         token_ids = dict(zip(texts, ids))
         out: list[BertScore | None] = []
         for cand, ref in zip(candidates, references):
-            c_ids, r_ids = token_ids[cand], token_ids[ref]
-            if not c_ids or not r_ids:
+            if not token_ids[cand] or not token_ids[ref]:
                 out.append(None)
                 continue
-            weight = (lambda seq: np.array([idf.get(t, idf[-1]) for t in seq])) if idf else (lambda seq: np.ones(len(seq)))
-            out.append(greedy_match(embedded[cand], embedded[ref], weight(c_ids), weight(r_ids)))
+            (c_vecs, c_special), (r_vecs, r_special) = embedded[cand], embedded[ref]
+            out.append(greedy_match(c_vecs, r_vecs, self._weights(token_ids[cand], c_special, idf),
+                                    self._weights(token_ids[ref], r_special, idf)))
         return out
+
+    def _weights(self, ids: Sequence[int], special: np.ndarray, idf: dict[int, float] | None) -> np.ndarray:
+        """Weight per matrix row: 0 for [CLS]/[SEP], idf (or 1) for the text's own tokens, in order."""
+        weights = np.zeros(len(special))
+        weights[~special] = [idf.get(t, idf[-1]) for t in ids] if idf else 1.0
+        return weights
