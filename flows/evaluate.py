@@ -1,4 +1,5 @@
-"""The `evaluate` flow: load golden set → capture in batches → score in batches → land."""
+"""The `evaluate` flow: load golden set → capture in batches → embed every distinct text once →
+judge (when a judge is configured) → score in batches → land."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from raglake.analysis import LakeQueries
 from raglake.embed.texts import collect_texts
 from raglake.lake.store import Lake
-from raglake.metrics.operational import RunInputs
-from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.judge.stage import spot_cases, wanted_steps
+from raglake.metrics.registry import metric_versions
 from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run
+from raglake.runsteps import JudgeSummary, finish_run
 from raglake.scoring import ScoredBatch
 from tasks.capture import capture_batch
 from tasks.embed import embed_texts
+from tasks.judge import judge_cases
 from tasks.land import land
 from tasks.score import score_cases
 
@@ -36,13 +39,15 @@ def evaluate(
     results: str | None = None,
     embedder: str | None = None,
     scoring: dict | None = None,
+    judge: dict | None = None,
+    spot_check: dict | None = None,
 ) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id."""
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(golden=golden, target=target, lake=lake, k=k, run_id=run_id, labels=labels, metrics=metrics,
                     require_snippets=require_snippets, batch_size=batch_size, results=results,
-                    embedder=embedder, scoring=scoring)
+                    embedder=embedder, scoring=scoring, judge=judge, spot_check=spot_check)
     storage = Path(plan.results_dir)
     batches = plan.batches()
     log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
@@ -53,6 +58,7 @@ def evaluate(
         unmapped(plan.target), batches, unmapped(plan.run_id), unmapped(journal)
     )
     captures = [c for batch in captured.result() for c in batch]
+    per_batch = [captures[i * plan.batch_size : (i + 1) * plan.batch_size] for i in range(len(batches))]
     t_captured = time.perf_counter()
 
     embedding = plan.embedding_spec()
@@ -62,27 +68,27 @@ def evaluate(
     t_embedded = time.perf_counter()
 
     versions = metric_versions(plan.metrics)
-    known_docs = plan.target.known_docs()
-    per_batch = [captures[i * plan.batch_size : (i + 1) * plan.batch_size] for i in range(len(batches))]
+    judged = None
+    if plan.judge is not None and wanted_steps(plan.metrics):  # one task: one gateway, one set of limits
+        judged = JudgeSummary.of(judge_cases(
+            plan.golden.cases, captures, versions, plan.config, plan.judge, plan.lake.url, plan.run_id, embedding,
+            plan.spot_check, spot_cases([c.id for c in plan.golden.cases], plan.spot_share, plan.spot_min)))
+    t_judged = time.perf_counter()
+
     scored_futures = score_cases.with_options(result_storage=storage).map(
-        batches, per_batch, unmapped(versions), unmapped(plan.config), unmapped(known_docs), unmapped(embedding)
+        batches, per_batch, unmapped(versions), unmapped(plan.config), unmapped(plan.target.known_docs()),
+        unmapped(embedding), [judged.for_cases([c.id for c in b]) if judged else None for b in batches],
     )
     scored = ScoredBatch()
     for part in scored_futures.result():
         scored.extend(part)
     t_scored = time.perf_counter()
 
-    finished = dt.datetime.now(dt.timezone.utc)
-    manifest = plan.target.manifest()
-    run_inputs = RunInputs(
-        captures, suite_seconds=time.perf_counter() - t0, manifest=manifest, embedding_stats=embedding_stats,
-        stage_seconds={"capture": t_captured - t0, "embedding": t_embedded - t_captured, "scoring": t_scored - t_embedded},
-    )
-    run_level = all_metrics(level="run")
-    run_values = [v for m in run_level for v in m.fn(run_inputs)]
-    record = plan.record(finished, len(captures), manifest, embedding.key if embedding is not None else None)
-    record.metric_versions.update(metric_versions(run_level))
-    coverage = manifest.coverage_columns() if manifest is not None else None
+    record, run_values, coverage = finish_run(
+        plan, captures, dt.datetime.now(dt.timezone.utc), suite_seconds=time.perf_counter() - t0,
+        stage_seconds={"capture": t_captured - t0, "embedding": t_embedded - t_captured,
+                       "judge": t_judged - t_embedded, "scoring": t_scored - t_judged},
+        embedding_stats=embedding_stats, embedder_key=embedding.key if embedding else None, judge=judged)
     land(plan.lake.url, record, plan.golden.cases, captures, scored, run_values, plan.scoring_id, coverage)
     failed = sum(c.failed for c in captures)
     log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(scored.scores["case_id"]), failed)

@@ -56,10 +56,24 @@ class RunPlan:
     results_dir: str
     batch_size: int
     embedder: str | None = None
+    judge: Any = None  # raglake.judge.config.JudgeConfig, or None: judge metrics are skipped (no_judge)
+    spot_check: Any = None  # a second JudgeConfig for the reliability spot-check
+    spot_share: float = 0.1
+    spot_min: int = 10
 
     @property
     def scoring_id(self) -> str:
         return "s-" + digest([self.run_id, metric_versions(self.metrics), self.config.__dict__])[:12]
+
+    def prompt_versions(self) -> dict[str, int]:
+        """The judge prompts the selected metrics may use, with their versions."""
+        if self.judge is None:
+            return {}
+        from raglake.judge.prompts import get_prompt
+        from raglake.judge.stage import wanted_steps
+        from raglake.judge.steps import STEPS
+
+        return {p: get_prompt(p).version for step in sorted(wanted_steps(self.metrics)) for p in STEPS[step].prompts}
 
     def embedding_spec(self) -> Any:
         """The run's raglake.embed.prepare.EmbeddingSpec, or None when no selected metric embeds."""
@@ -90,8 +104,13 @@ class RunPlan:
             config={**asdict(self.config), "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
                     "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION,
                     "sentence_splitter_version": SPLITTER_VERSION, "bertscore_version": BERTSCORE_VERSION,
-                    "target_config": getattr(self.target, "recorded_config", dict)()},
+                    "target_config": getattr(self.target, "recorded_config", dict)(),
+                    "judge": self.judge.recorded() if self.judge is not None else None,
+                    "spot_check": {"model": self.spot_check.model, "share": self.spot_share, "minimum": self.spot_min}
+                    if self.spot_check is not None else None},
             embedder=embedder_key or (manifest.embedding_model if manifest is not None else None),
+            judge_models=",".join(c.model for c in (self.judge, self.spot_check) if c is not None) or None,
+            prompt_versions=self.prompt_versions(),
             index_version=manifest.index_version if manifest is not None else None,
             index_info=manifest.info() if manifest is not None else {},
         )
@@ -136,6 +155,8 @@ def plan_run(
     results: str | None = None,
     embedder: str | None = None,
     scoring: dict[str, Any] | None = None,
+    judge: dict[str, Any] | None = None,
+    spot_check: dict[str, Any] | None = None,
 ) -> RunPlan:
     """Load and check every input; raises before anything is written. `scoring` holds the other
     ScoringConfig settings (theta_s, theta_h, bertscore_layer, bertscore_idf)."""
@@ -162,11 +183,34 @@ def plan_run(
             raise ConfigError(f"run id {run_id!r} must start with a letter and use only letters, digits, '.', '_' and '-'")
         if is_committed(the_lake, run_id):
             raise ConfigError(f"run {run_id} is already in the lake at {the_lake.url}; choose another --run-id")
+    judge_config, spot_config, spot = _judges(judge, spot_check)
     return RunPlan(
         run_id=run_id or new_run_id(started, the_target.name), started_at=started, golden=golden_set,
         target=the_target, lake=the_lake, metrics=chosen, config=config,
         results_dir=results_dir(the_lake, results), batch_size=batch_size, embedder=embedder,
+        judge=judge_config, spot_check=spot_config, spot_share=spot.get("share", 0.1), spot_min=spot.get("minimum", 10),
     )
+
+
+def _judges(judge: dict[str, Any] | None, spot_check: dict[str, Any] | None) -> tuple[Any, Any, dict[str, Any]]:
+    """JudgeConfigs from flow parameters (plain dicts, so deployments can pass them)."""
+    if not judge:
+        if spot_check:
+            raise ConfigError("a spot-check needs a judge: give --judge-base-url and --judge-model too")
+        return None, None, {}
+    from raglake.judge.config import JudgeConfig, load_prices
+
+    try:
+        config = JudgeConfig(**judge, prices=load_prices())
+    except TypeError as e:
+        raise ConfigError(f"bad judge settings: {e}") from None
+    spot = dict(spot_check or {})
+    second = None
+    if spot.get("model"):
+        second = config.with_model(spot["model"], spot.get("base_url"))
+    if not 0 < spot.get("share", 0.1) <= 1:
+        raise ConfigError(f"spot-check share must lie in (0, 1], got {spot.get('share')}")
+    return config, second, spot
 
 
 def capture_key(target: Target, cases: list[GoldenCase], run_id: str) -> str:
@@ -182,10 +226,12 @@ def journal_path(lake: Lake, run_id: str) -> str:
 
 
 def score_key(cases: list[GoldenCase], captures: list[Capture], versions: dict[str, str], config: ScoringConfig,
-              known_docs: frozenset[str], embedding: Any = None) -> str:
-    """Batch content + metric versions + scoring settings + rule versions + embedder: equal keys, equal scores."""
+              known_docs: frozenset[str], embedding: Any = None, judge: dict[str, dict[str, Any]] | None = None) -> str:
+    """Batch content + metric versions + scoring settings + rule versions + embedder + judge outcomes:
+    equal keys, equal scores."""
+    judged = None if judge is None else {cid: {step: asdict(o) for step, o in steps.items()} for cid, steps in judge.items()}
     return "score-" + digest([
         [c.model_dump(mode="json") for c in cases], [c.model_dump(mode="json") for c in captures],
         versions, asdict(config), sorted(known_docs), ANCHOR_RULE_VERSION, RULES_VERSION, SPLITTER_VERSION,
-        BERTSCORE_VERSION, embedding.cache_token() if embedding is not None else None,
+        BERTSCORE_VERSION, embedding.cache_token() if embedding is not None else None, judged,
     ])[:32]

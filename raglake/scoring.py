@@ -12,7 +12,8 @@ from raglake.metrics.context import CaseContext, Label, ScoringConfig
 from raglake.metrics.registry import Metric, Score
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
-SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source", "embedder")
+SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source", "embedder",
+                 "judge_model", "prompt_id", "prompt_version")
 LABEL_COLUMNS = ("case_id", "level", "rank", "label", "value", "label_source")
 CHUNK_COLUMNS = ("case_id", "rank", "rel_path", "heading_path", "text", "score", "chunk_id", "in_top_k", "matched_supports")
 
@@ -76,6 +77,9 @@ def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metr
         out["metric_version"].append(metric.version)
         out["label_source"].append(score.source)
         out["embedder"].append(score.model)
+        out["judge_model"].append(score.judge_model)
+        out["prompt_id"].append(score.prompt_id)
+        out["prompt_version"].append(score.prompt_version)
 
 
 def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
@@ -111,17 +115,20 @@ def score_batch(
     known_docs: frozenset[str] = frozenset(),
     encoder: Any = None,
     idf: dict[int, float] | None = None,
+    judge: dict[str, dict[str, Any]] | None = None,
 ) -> ScoredBatch:
     """Scores (one row per case × metric), labels and chunks of a batch of (case, capture) pairs.
 
-    `encoder` (a raglake.embed.cache.TextEncoder) is needed when embedding metrics are among `metrics`."""
+    `encoder` (a raglake.embed.cache.TextEncoder) is needed when embedding metrics are among `metrics`;
+    `judge` holds the judge stage's outcomes (case id -> step -> StepOutcome), None when no judge is configured."""
     from raglake.embed.prepare import prepare_embeddings
 
     pairs = list(pairs)
     embeddings = prepare_embeddings(pairs, metrics, config, encoder, idf)
     batch = ScoredBatch()
     for case, capture in pairs:
-        ctx = CaseContext(case, capture, config, known_docs=known_docs, embeddings=embeddings)
+        ctx = CaseContext(case, capture, config, known_docs=known_docs, embeddings=embeddings,
+                          judge=None if judge is None else judge.get(case.id, {}))
         _add_scores(batch.scores, case.id, score_context(ctx, metrics))
         _add_labels(batch.labels, ctx)
         _add_chunks(batch.chunks, ctx)

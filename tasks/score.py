@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import task
 
 from raglake.embed.prepare import EmbeddingSpec
@@ -16,7 +18,7 @@ from raglake.scoring import ScoredBatch, score_batch
     name="score-batch",
     persist_result=True,
     cache_key_fn=lambda ctx, p: score_key(p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"],
-                                          p["embedding"]),
+                                          p["embedding"], p["judge"]),
 )
 def score_cases(
     cases: list[GoldenCase],
@@ -25,8 +27,11 @@ def score_cases(
     config: ScoringConfig,
     known_docs: frozenset[str],
     embedding: EmbeddingSpec | None = None,
+    judge: dict[str, dict[str, Any]] | None = None,
 ) -> ScoredBatch:
+    """`judge`: the judge stage's outcomes for these cases (None: no judge configured)."""
     metrics = [get_metric(name) for name in versions]
     encoder = embedding.encoder() if embedding is not None else None
     idf = embedding.idf if embedding is not None else None
-    return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf)
+    return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf,
+                       judge=judge)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import math
 import os
 import secrets
 import shutil
@@ -183,7 +184,8 @@ BAD_CONFIGS = [
     ("latency_stage", "url: http://h/q\nresponse:\n  answer: a\n  latency_ms:\n    retreival: t.r\n", 2,
      "response.latency_ms", "unknown latency stage 'retreival' (did you mean 'retrieval'?)"),
     ("method", "url: http://h/q\n\nmethod: DELETE\n", 3, "method", "method must be GET, POST or PUT, got 'DELETE'"),
-    ("unknown_field", "url: http://h/q\nconcurency: 4\n", 2, "concurency", "unknown field (did you mean 'concurrency'?)"),
+    ("unknown_field", "url: http://h/q\nconcurency: 4\n", 2, "concurency",
+     "unknown field (did you mean 'concurrency'?)"),
     ("nested_unknown_field", "url: http://h/q\nresponse:\n  anwser: a\n", 2, "response.anwser",
      "unknown field (did you mean 'answer'?)"),
     ("url_scheme", "name: x\nurl: ftp://h/q\n", 2, "url", "should match pattern"),
@@ -248,7 +250,8 @@ def test_missing_env_var_fails_the_check_before_anything_is_written(tmp_path: Pa
     from raglake.runplan import plan_run
 
     monkeypatch.delenv("RAGLAKE_UNSET_TOKEN", raising=False)
-    config = write_config(tmp_path / "svc.yaml", free_port(), headers={"Authorization": "Bearer ${RAGLAKE_UNSET_TOKEN}"})
+    config = write_config(tmp_path / "svc.yaml", free_port(),
+                          headers={"Authorization": "Bearer ${RAGLAKE_UNSET_TOKEN}"})
     lake = tmp_path / "lake"
     with pytest.raises(ConfigError, match=r"needs environment variable \$\{RAGLAKE_UNSET_TOKEN\}, which is not set"):
         plan_run(target=f"http:{config}", golden=str(SAMPLE_GOLDEN), lake=str(lake))
@@ -327,7 +330,8 @@ def test_map_response_through_the_demo_config() -> None:
     ({"abstained": "no"}, "abstained at 'abstained' is a str, expected bool"),
     ({"chunks": {"rank": 1}}, "retrieved chunks at 'chunks' is a dict, expected list"),
     ({"chunks": [{"rank": True, "rel_path": "a.md"}]}, "chunk rank at 'rank' is a bool, expected int"),
-    ({"chunks": [{"rank": 1, "rel_path": "a.md", "score": "high"}]}, "chunk score at 'score' is a str, expected int or float"),
+    ({"chunks": [{"rank": 1, "rel_path": "a.md", "score": "high"}]},
+     "chunk score at 'score' is a str, expected int or float"),
     ({"timings": {"total_ms": "16"}}, "latency total at 'timings.total_ms' is a str, expected int or float"),
 ])
 def test_map_response_type_errors(changes: dict, message: str) -> None:
@@ -413,14 +417,16 @@ def test_4xx_other_than_429_is_not_retried(code: int) -> None:
 
 
 def test_bad_bodies_become_error_captures_without_retry() -> None:
-    capture, seen, _ = _fetch(lambda r, n: httpx.Response(200, text='{"answer": "cut', headers={"content-type": "application/json"}))
+    capture, seen, _ = _fetch(lambda r, n: httpx.Response(200, text='{"answer": "cut',
+                                                          headers={"content-type": "application/json"}))
     assert capture.status == "error" and capture.attempts == 1 == len(seen)
     assert capture.error.startswith("malformed JSON response: Unterminated string starting at")
     assert "line 1 column 12" in capture.error
 
     capture, seen, _ = _fetch(lambda r, n: httpx.Response(200, json=_debug_body(answer=["a", "b"])))
     assert capture.status == "error" and capture.attempts == 1 == len(seen)
-    assert capture.error == "response does not map onto a capture: answer at 'answer' is a list, expected str (after 1 attempt(s))"
+    assert capture.error == ("response does not map onto a capture: answer at 'answer' is a list, expected str "
+                             "(after 1 attempt(s))")
 
     capture, _, _ = _fetch(lambda r, n: httpx.Response(200, json=_debug_body(
         chunks=[{"rank": 1, "rel_path": "a.md"}, {"rank": 1, "rel_path": "b.md"}])))
@@ -555,7 +561,8 @@ def test_attempts_follow_the_retry_rules(captured: Captured, golden, fault_demo:
     faults, retries = fault_demo.faults, captured.retries
     for case, cap in zip(golden.cases, captured.captures):
         want = expected_attempts(faults, case.question, retries)
-        assert (cap.attempts, captured.requests[case.question]) == (want, want), (case.id, faults.fault_for(case.question))
+        got = (cap.attempts, captured.requests[case.question])
+        assert got == (want, want), (case.id, faults.fault_for(case.question))
 
 
 def test_flaky_questions_succeed_after_one_retry(captured: Captured, golden, fault_demo: Demo) -> None:
@@ -655,7 +662,8 @@ def flow_run(prefect_harness, fault_demo: Demo, tmp_path_factory) -> FlowRun:  #
     tmp = tmp_path_factory.mktemp("flow")
     token = "tok-" + secrets.token_urlsafe(24)
     config = write_config(tmp / "demo.yaml", fault_demo.port, retries=1, backoff_s=0.01, max_backoff_s=0.05,
-                          timeout_s=TIMEOUT_S, headers={"Authorization": f"Bearer ${{{SECRET_VAR}}}", "X-Client": "raglake"})
+                          timeout_s=TIMEOUT_S,
+                          headers={"Authorization": f"Bearer ${{{SECRET_VAR}}}", "X-Client": "raglake"})
     lake = tmp / "lake"
     previous = os.environ.get(SECRET_VAR)
     os.environ[SECRET_VAR] = token
@@ -710,7 +718,8 @@ def test_failed_captures_are_undefined_with_reason_capture_failed(flow_run: Flow
                  "JOIN cases c ON c.run_id = s.run_id AND c.case_id = s.case_id WHERE s.run_id = $r", r=flow_run.run_id)
     assert len(rows) == len(golden.cases) * len(FLOW_METRICS)
     failed = [r for r in rows if r[0] in ("error", "timeout")]
-    assert failed and all(r[2] == "undefined" and r[3] == "capture_failed" and r[4] is None for r in failed)
+    # undefined scores carry NaN (the project's convention, see tests/test_lake.py), never a 0 for "wrong"
+    assert failed and all(r[2] == "undefined" and r[3] == "capture_failed" and math.isnan(r[4]) for r in failed)
     assert not [r for r in rows if r[0] not in ("error", "timeout") and r[3] == "capture_failed"]
     assert any(r[2] == "ok" for r in rows if r[0] == "empty")  # an empty answer is scored, not excused
 
@@ -776,8 +785,10 @@ def test_coverage_holds_the_service_manifest(flow_run: FlowRun, fault_demo: Demo
     rows = q.coverage(flow_run.run_id)
     assert {r["index_version"] for r in rows} == {manifest.index_version}
     want = manifest.coverage_columns()
-    assert sorted((r["stat"], r["doc_type"] or "", r["reason"] or "", r["value"]) for r in rows) == sorted(
-        (s, d or "", why or "", v) for s, d, why, v in zip(want["stat"], want["doc_type"], want["reason"], want["value"]))
+    landed = sorted((r["stat"], r["doc_type"] or "", r["reason"] or "", r["value"]) for r in rows)
+    served = sorted((s, d or "", why or "", v)
+                    for s, d, why, v in zip(want["stat"], want["doc_type"], want["reason"], want["value"]))
+    assert landed == served
     stats = {(r["stat"], r["doc_type"], r["reason"]): r["value"] for r in rows}
     assert stats[("docs_seen", None, None)] == len(CORPUS_SUBSET)
     assert stats[("docs_with_zero_chunks", None, None)] >= 2  # the empty note and the front-matter-only one
@@ -807,7 +818,7 @@ def test_capture_health_by_category(flow_run: FlowRun, golden, fault_demo: Demo)
     (overall,) = _queries(flow_run).capture_health([flow_run.run_id], "all")
     assert overall["n_cases"] == len(golden.cases)
 
-    # `raglake breakdown` counts the excused cases per slice, with the reason
+    # the breakdown query (what `raglake breakdown` prints) counts the excused cases per slice
     breakdown = _queries(flow_run).breakdown([flow_run.run_id], "category")
     for r in breakdown:
         want = by_category[r["slice"]]

@@ -16,6 +16,7 @@ from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import FAMILIES, STATUSES, Score, all_metrics
 from raglake.schemas import Capture, GoldenCase
 from raglake.embed.prepare import default_encoder, prepare_embeddings
+from tests.judgekit import judge_outcomes
 from raglake.scoring import score_context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +136,8 @@ def test_case_metric_conformance(metric):
     assert metric.family in FAMILIES
     assert metric.version and str(metric.version).strip()
     assert metric.description and metric.description.strip()
-    assert metric.higher_is_better is not None
+    # a direction for every metric, except a class share that is neither good nor bad in itself
+    assert metric.higher_is_better is not None or metric.name == "answer_class_dont_know"
     assert metric.level == "case"
     lo, hi = _range(metric.scale)
 
@@ -143,9 +145,11 @@ def test_case_metric_conformance(metric):
     for config in CONFIGS:
         for case, capture in _pairs():
             where = f"{metric.name} on {case.id} (k={config.k})"
-            # embedding metrics read the batch's vectors and BERTScores (the real packaged model)
+            # embedding metrics read the batch's vectors and BERTScores (the real packaged model); judge
+            # metrics the outcomes of a scripted judge run through the real steps
             embeddings = prepare_embeddings([(case, capture)], [metric], config, default_encoder())
-            s = score_context(CaseContext(case, capture, config, embeddings=embeddings), [metric])[0][1]
+            judge = judge_outcomes([(case, capture)], [metric], config, encoder=default_encoder())[case.id]
+            s = score_context(CaseContext(case, capture, config, embeddings=embeddings, judge=judge), [metric])[0][1]
             assert isinstance(s, Score), where
             assert s.status in STATUSES, where
             statuses.add(s.status)
@@ -161,7 +165,7 @@ def test_case_metric_conformance(metric):
             if capture.failed:
                 assert (s.status, s.reason) == ("undefined", "capture_failed"), where
             # deterministic: a fresh context on the same input gives the same score
-            again = score_context(CaseContext(case, capture, config, embeddings=embeddings), [metric])[0][1]
+            again = score_context(CaseContext(case, capture, config, embeddings=embeddings, judge=judge), [metric])[0][1]
             assert _same(s, again), (where, s, again)
     # the varied set exercises both the defined and the undefined path of every metric
     assert "ok" in statuses

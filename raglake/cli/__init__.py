@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -41,9 +43,33 @@ def registry_order(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: order.get(r["metric"], len(order)))
 
 
+@contextlib.contextmanager
+def _judge_endpoint(judge: str | None, remote: dict | None, settings: dict) -> Iterator[dict | None]:
+    """The judge settings for the flow: a remote endpoint as given, or the local server for the run."""
+    if judge != "local":
+        yield remote
+        return
+    from raglake.judge.local import LOCAL_MODEL, local_judge_server
+
+    render.console.print("starting the local judge (llama.cpp, SmolLM2-135M: weak, for a fully offline pipeline) …")
+    with local_judge_server() as base_url:
+        yield dict(settings, base_url=base_url, model=LOCAL_MODEL, label="local")
+
+
+NO_JUDGE_HINT = ("{n} judge metric value(s) were skipped: no judge is configured. Configure one with "
+                 "--judge-base-url URL --judge-model NAME (the key is read from $OPENAI_API_KEY, or the variable "
+                 "named by --judge-api-key-env), or use --judge local for the bundled offline model.")
+
+
 def print_run_summary(q: LakeQueries, run_id: str) -> None:
     rows = registry_order([r for r in q.breakdown([run_id], "all") if r["n_rows"]])
     render.console.print(render.summary_table(rows, f"run {run_id} · {q.target_name(run_id)}"))
+    no_judge = sum(r["n_skipped"] for r in rows if r["family"] == "judge" and r["main_reason"] == "no_judge")
+    if no_judge:
+        render.console.print(NO_JUDGE_HINT.format(n=no_judge))
+    budget = sum(r["n_skipped"] for r in rows if r["main_reason"] == "budget")
+    if budget:
+        render.console.print(f"[yellow]{budget} judge metric value(s) were skipped: the judge budget ran out.[/]")
     figures = [f for f in q.figures([run_id]) if f["metric"] != "stage_seconds"]
     if figures:
         render.console.print(render.figures_table(figures, "run-level figures"))
@@ -86,6 +112,20 @@ def run(
     theta_h: Annotated[float, typer.Option(help="answer_hallucination threshold θh (cosine).")] = 0.4,
     bertscore_layer: Annotated[Optional[int], typer.Option(help="BERTScore hidden layer (default: the model's last).")] = None,
     bertscore_idf: Annotated[bool, typer.Option(help="Weight BERTScore tokens by idf over the run's references.")] = False,
+    judge: Annotated[Optional[str], typer.Option("--judge", help="'local': start the bundled llama.cpp judge (extra local-judge) for the run.")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (OpenAI, Azure, vLLM, Ollama, llama.cpp).")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Judge model name.")] = None,
+    judge_api_key_env: Annotated[str, typer.Option(help="Environment variable holding the judge's API key.")] = "OPENAI_API_KEY",
+    judge_concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 8,
+    judge_rpm: Annotated[Optional[int], typer.Option(help="Judge requests per minute at most.")] = None,
+    judge_tpm: Annotated[Optional[int], typer.Option(help="Judge tokens per minute at most (estimated).")] = None,
+    judge_timeout: Annotated[float, typer.Option(help="Seconds per judge call.")] = 60.0,
+    judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget: stop judging after this many calls (the rest: skipped, reason budget).")] = None,
+    judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget: stop judging after this many US dollars.")] = None,
+    spot_check_model: Annotated[Optional[str], typer.Option(help="Second judge model for the reliability spot-check.")] = None,
+    spot_check_base_url: Annotated[Optional[str], typer.Option(help="Its base URL (default: the judge's).")] = None,
+    spot_check_share: Annotated[float, typer.Option(help="Share of cases judged again.")] = 0.1,
+    spot_check_min: Annotated[int, typer.Option(help="At least this many cases judged again.")] = 10,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
@@ -96,15 +136,29 @@ def run(
     targets = target or [DEFAULT_TARGET]
     if run_id and len(targets) > 1:
         raise ConfigError("--run-id names one run; give a single --target with it")
+    if judge not in (None, "local"):
+        raise ConfigError(f"--judge takes 'local' (or give --judge-base-url and --judge-model), got {judge!r}")
+    if judge == "local" and judge_base_url:
+        raise ConfigError("--judge local starts its own server: leave out --judge-base-url")
+    if bool(judge_base_url) != bool(judge_model) and judge != "local":
+        raise ConfigError("a judge needs both --judge-base-url and --judge-model")
+    judge_settings = dict(api_key_env=judge_api_key_env, concurrency=judge_concurrency, requests_per_minute=judge_rpm,
+                          tokens_per_minute=judge_tpm, timeout_s=judge_timeout, max_calls=judge_max_calls,
+                          max_cost_usd=judge_max_cost)
+    spot = {"model": spot_check_model, "base_url": spot_check_base_url, "share": spot_check_share,
+            "minimum": spot_check_min} if spot_check_model else None
     options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
                    metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
                    embedder=embedder, scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
                                                    bertscore_idf=bertscore_idf))
+    remote = dict(judge_settings, base_url=judge_base_url, model=judge_model) if judge_base_url else None
     for spec in targets:  # check every input before the first run starts
-        plan_run(target=spec, run_id=run_id, **options)
+        plan_run(target=spec, run_id=run_id, judge=remote or (dict(judge_settings, base_url="http://127.0.0.1:1/v1",
+                 model="local") if judge == "local" else None), spot_check=spot, **options)
     from flows.evaluate import evaluate
 
-    run_ids = [evaluate(target=spec, run_id=run_id, **options) for spec in targets]
+    with _judge_endpoint(judge, remote, judge_settings) as judge_config:
+        run_ids = [evaluate(target=spec, run_id=run_id, judge=judge_config, spot_check=spot, **options) for spec in targets]
     q = LakeQueries(Lake(lake))
     for rid in run_ids:
         print_run_summary(q, rid)
@@ -271,8 +325,10 @@ def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The d
 
 
 def main() -> None:
-    # raglake runs offline by default: Prefect's ephemeral server must not try to phone home
+    # raglake runs offline by default: Prefect's ephemeral server must not try to phone home, and on a
+    # busy 2-core machine it may need more than Prefect's default 20 s to start
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     try:
         app()
     except RaglakeError as e:

@@ -112,7 +112,8 @@ def figures_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
         out.add_column(col, justify="right" if col in ("value", "n") else "left")
     for r in rows:
         unit = f" {r['unit']}" if r["unit"] and r["unit"] not in ("share",) else ""
-        out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], 1 if unit else 3) + unit, str(r["n"]))
+        digits = 4 if r["unit"] == "usd" else (1 if unit else 3)
+        out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], digits) + unit, str(r["n"]))
     return out
 
 

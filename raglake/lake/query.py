@@ -38,9 +38,11 @@ def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
             rel = con.from_arrow(spec.full_schema.empty_table())
         rel.create_view(f"_raw_{name}")
     con.execute("CREATE VIEW runs AS SELECT * FROM _raw_runs")
-    for name in TABLES:
-        if name != "runs":  # a run's rows are visible only once its runs row (written last) exists
+    for name, spec in TABLES.items():
+        if spec.partition == "run_id":  # a run's rows are visible only once its runs row (written last) exists
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _raw_{name} WHERE run_id IN (SELECT run_id FROM runs)")
+        elif name != "runs":  # judge_calls: paid for whether or not the run finished, so always visible
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _raw_{name}")
     con.from_arrow(_registry_table()).create_view("metrics")
     for view in sorted((SQL_DIR / "views").glob("*.sql")):
         con.execute(view.read_text())

@@ -79,7 +79,19 @@ RUN_METRICS = _spec("run_metrics", "run_id", [
     ("unit", pa.string()), ("metric_version", pa.string()),
 ])
 
-TABLES: dict[str, TableSpec] = {t.name: t for t in (RUNS, CASES, CHUNKS, SCORES, LABELS, COVERAGE, RUN_METRICS)}
+JUDGE_CALLS = _spec("judge_calls", "call_date", [
+    ("call_key", pa.string()), ("created_at", TS), ("run_id", pa.string()), ("model", pa.string()),
+    ("base_url", pa.string()), ("prompt_id", pa.string()), ("prompt_version", pa.int32()),
+    ("params", pa.string()), ("request", pa.string()), ("response", pa.string()), ("output", pa.string()),
+    ("status", pa.string()), ("error", pa.string()), ("attempts", pa.int32()), ("retries", pa.int32()),
+    ("repaired", pa.bool_()), ("truncated_retry", pa.bool_()), ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()), ("latency_ms", pa.float64()), ("cost_usd", pa.float64()),
+    ("price_known", pa.bool_()),
+], pa.date32())
+
+TABLES: dict[str, TableSpec] = {
+    t.name: t for t in (RUNS, CASES, CHUNKS, SCORES, LABELS, COVERAGE, RUN_METRICS, JUDGE_CALLS)
+}
 
 
 def to_arrow(spec: TableSpec, columns: dict[str, list]) -> pa.Table:

@@ -9,6 +9,7 @@ from raglake.metrics.registry import Score, register
 
 
 def _abstained(ctx: CaseContext) -> tuple[bool, str]:
+    """The explicit field, else the judge's classification (when a judge ran), else the phrases."""
     explicit = ctx.capture.abstained
     if explicit is None and "abstained" in ctx.judge_labels:
         label = ctx.judge_labels["abstained"]
@@ -16,8 +17,8 @@ def _abstained(ctx: CaseContext) -> tuple[bool, str]:
     return rules.abstained(ctx.capture)
 
 
-@register("abstention_accuracy", family="abstention", scale="binary", higher_is_better=True, seed="001",
-          applies_to="unanswerable", inputs=("abstained", "answer"))
+@register("abstention_accuracy", family="abstention", scale="binary", higher_is_better=True, seed="001", version="2",
+          applies_to="unanswerable", inputs=("abstained", "answer", "judge:abstention"))
 def abstention_accuracy(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 if the target abstained, else 0."""
     did, how = _abstained(ctx)
@@ -25,7 +26,7 @@ def abstention_accuracy(ctx: CaseContext) -> Score:
 
 
 @register("hallucination_rate_unanswerable", family="abstention", scale="binary", higher_is_better=False,
-          seed="001", applies_to="unanswerable", inputs=("abstained", "answer"))
+          seed="001", version="2", applies_to="unanswerable", inputs=("abstained", "answer", "judge:abstention"))
 def hallucination_rate_unanswerable(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 − abstention_accuracy (it answered anyway)."""
     did, how = _abstained(ctx)

@@ -3,13 +3,13 @@ with anchor matches and effective labels worked out once per case."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from raglake.anchors import anchor_matches
 from raglake.metrics import rules
-from raglake.schemas import ANSWER_LABELS, Capture, ChunkLabel, GoldenCase, RetrievedChunk
+from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, ChunkLabel, GoldenCase, RetrievedChunk
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,11 @@ class ScoringConfig:
     theta_h: float = 0.4  # answer_hallucination: a sentence is unsupported when its best cos < θh
     bertscore_layer: int | None = None  # hidden layer for BERTScore (None: the model's last)
     bertscore_idf: bool = False  # weight BERTScore tokens by idf over the run's references
+    # composite weights (run configuration; the defaults are the seeds')
+    wp_weights: dict[str, float] = field(default_factory=lambda: {
+        "correctness": 0.4, "faithfulness": 0.2, "precision": 0.2, "recall": 0.2, "relevance": 0.0})
+    ragas_weights: dict[str, float] = field(default_factory=lambda: {
+        "faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3})
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -47,11 +52,13 @@ class CaseContext:
         known_docs: frozenset[str] = frozenset(),
         judge_labels: dict[str, Label] | None = None,
         embeddings: Any = None,
+        judge: dict[str, Any] | None = None,
     ):
         self.case, self.capture, self.config = case, capture, config
         self.known_docs = known_docs  # documents of the target's index manifest, when it has one
-        self.judge_labels = judge_labels or {}
         self.embeddings = embeddings  # raglake.embed.prepare.EmbeddingInputs of the batch, for embedding metrics
+        self.judge = judge  # step name -> raglake.judge.steps.StepOutcome; None when no judge is configured
+        self.judge_labels = judge_labels if judge_labels is not None else self._judge_answer_labels()
 
     @property
     def k(self) -> int:
@@ -129,6 +136,47 @@ class CaseContext:
         """The case carries human labels of any kind."""
         labels = self.case.labels
         return bool(labels and (labels.chunks or labels.answers))
+
+    def _judge_answer_labels(self) -> dict[str, Label]:
+        """Answer labels a judge gave (label_answer, acknowledges_conflict, abstention)."""
+        out: dict[str, Label] = {}
+        for step in ("label_answer", "acknowledges_conflict"):
+            o = (self.judge or {}).get(step)
+            if o is not None and o.status == "ok":
+                for name, value in o.data.items():
+                    if name in ANSWER_LABELS and value in (0, 1):
+                        out[name] = Label(int(value), f"judge:{o.model}")
+        o = (self.judge or {}).get("abstention")
+        if o is not None and o.status == "ok":
+            out["abstained"] = Label(int(bool(o.data["abstained"])), f"judge:{o.model}")
+        return out
+
+    @cached_property
+    def judge_chunk_labels(self) -> list[dict[str, Any] | None]:
+        """For each top-K chunk, the judge's labels (label_chunks; chunks numbered in rank order), or None."""
+        o = (self.judge or {}).get("label_chunks")
+        if o is None or o.status != "ok":
+            return [None] * len(self.top)
+        rows = iter(o.data["chunks"])
+        return [{**next(rows), "source": f"judge:{o.model}"} if c.text.strip() else None for c in self.top]
+
+    @cached_property
+    def effective_chunk_labels(self) -> list[tuple[dict[str, int], str] | None]:
+        """For each top-K chunk, its labels and their source: human where given, else the judge's."""
+        out: list[tuple[dict[str, int], str] | None] = []
+        for human, judged in zip(self.chunk_labels, self.judge_chunk_labels):
+            values: dict[str, int] = {}
+            sources: set[str] = set()
+            for name in CHUNK_LABELS:
+                value = getattr(human, name) if human is not None else None
+                if value is not None:
+                    values[name] = value
+                    sources.add("human")
+                elif judged is not None:
+                    values[name] = int(judged[name])
+                    sources.add(judged["source"])
+            out.append((values, "+".join(sorted(sources))) if values else None)
+        return out
 
     @cached_property
     def rule_answer_labels(self) -> dict[str, Label]:

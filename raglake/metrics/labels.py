@@ -9,22 +9,28 @@ from raglake.metrics.registry import Score, register
 from raglake.metrics.retrieval import dcg, ideal_dcg, label_grade, reciprocal_rank
 
 
-def _chunk_values(ctx: CaseContext, name: str) -> list[int] | Score:
-    """The label `name` of every top-K chunk, or an `undefined` score saying which ranks lack it."""
-    if not ctx.annotated:
+def _chunk_values(ctx: CaseContext, name: str) -> tuple[list[int], str] | Score:
+    """The label `name` of every top-K chunk (human where given, else the judge's) and its source,
+    or an `undefined` score saying which ranks lack it."""
+    labels = ctx.effective_chunk_labels
+    if not ctx.annotated and not any(labels):
         return Score.undefined("no_labels")
-    missing = [c.rank for c, lab in zip(ctx.top, ctx.chunk_labels) if lab is None or getattr(lab, name) is None]
+    missing = [c.rank for c, lab in zip(ctx.top, labels) if lab is None or name not in lab[0]]
     if missing:
         return Score.undefined(f"unlabelled_ranks:{','.join(map(str, missing))}")
-    return [getattr(lab, name) for lab in ctx.chunk_labels]
+    sources = sorted({s for lab in labels for s in lab[1].split("+")})
+    return [lab[0][name] for lab in labels], "+".join(sources) or "human"
 
 
 def _mean_over_k(ctx: CaseContext, name: str) -> Score:
-    values = _chunk_values(ctx, name)
-    return values if isinstance(values, Score) else Score.ok(sum(values) / ctx.k, source="human")
+    found = _chunk_values(ctx, name)
+    if isinstance(found, Score):
+        return found
+    values, source = found
+    return Score.ok(sum(values) / ctx.k, source=source)
 
 
-_CHUNK = dict(family="label", seed="000", inputs=("retrieved", "labels"))
+_CHUNK = dict(family="label", seed="000", inputs=("retrieved", "labels", "judge:label_chunks"))
 
 
 @register("topical_precision_at_k", scale="0-1", higher_is_better=True, **_CHUNK)
@@ -48,32 +54,32 @@ def misleading_rate_at_k(ctx: CaseContext) -> Score:
 @register("sufficiency_hit_at_k", scale="binary", higher_is_better=True, **_CHUNK)
 def sufficiency_hit_at_k(ctx: CaseContext) -> Score:
     """[Σ evidence_sufficient ≥ 1] over the top-K."""
-    values = _chunk_values(ctx, "evidence_sufficient")
-    return values if isinstance(values, Score) else Score.ok(float(sum(values) >= 1), source="human")
+    found = _chunk_values(ctx, "evidence_sufficient")
+    return found if isinstance(found, Score) else Score.ok(float(sum(found[0]) >= 1), source=found[1])
 
 
 @register("label_mrr_at_k", scale="0-1", higher_is_better=True, **_CHUNK)
 def label_mrr_at_k(ctx: CaseContext) -> Score:
     """1 / the first rank with topically_relevant = 1, else 0."""
-    values = _chunk_values(ctx, "topically_relevant")
-    if isinstance(values, Score):
-        return values
-    return Score.ok(reciprocal_rank([c.rank for c, t in zip(ctx.top, values) if t == 1]), source="human")
+    found = _chunk_values(ctx, "topically_relevant")
+    if isinstance(found, Score):
+        return found
+    return Score.ok(reciprocal_rank([c.rank for c, t in zip(ctx.top, found[0]) if t == 1]), source=found[1])
 
 
 @register("label_ndcg_at_k", scale="0-1", higher_is_better=True, **_CHUNK)
 def label_ndcg_at_k(ctx: CaseContext) -> Score:
     """Seed-000 grades (2 sufficient, 1 topical only); IDCG over the labelled top-K itself."""
-    t_values = _chunk_values(ctx, "topically_relevant")
-    s_values = _chunk_values(ctx, "evidence_sufficient")
-    for values in (t_values, s_values):
-        if isinstance(values, Score):
-            return values
-    grades = [label_grade(t, s) for t, s in zip(t_values, s_values)]
+    t_found = _chunk_values(ctx, "topically_relevant")
+    s_found = _chunk_values(ctx, "evidence_sufficient")
+    for found in (t_found, s_found):
+        if isinstance(found, Score):
+            return found
+    grades = [label_grade(t, s) for t, s in zip(t_found[0], s_found[0])]
     idcg = ideal_dcg(grades, ctx.k)
     if idcg == 0:
         return Score.undefined("idcg_zero")
-    return Score.ok(dcg([(c.rank, g) for c, g in zip(ctx.top, grades)]) / idcg, source="human")
+    return Score.ok(dcg([(c.rank, g) for c, g in zip(ctx.top, grades)]) / idcg, source=t_found[1])
 
 
 def _answer_rate(label: str, metric: str, higher_is_better: bool, symbol: str) -> None:
@@ -84,7 +90,7 @@ def _answer_rate(label: str, metric: str, higher_is_better: bool, symbol: str) -
     fn.__doc__ = f"Share of answers with {label} = 1 (the mean of {symbol})."
     fn.__name__ = metric
     register(metric, family="label", scale="0-1", higher_is_better=higher_is_better, seed="000",
-             inputs=("answer", "labels"))(fn)
+             inputs=("answer", "labels", "judge:label_answer"))(fn)
 
 
 for _label, _metric, _better, _symbol in (

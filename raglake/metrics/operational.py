@@ -19,6 +19,7 @@ class RunInputs:
     stage_seconds: dict[str, float] = field(default_factory=dict)  # raglake's own stages: capture, scoring, landing
     manifest: Any = None  # the target's index manifest (raglake.builtin.index.IndexManifest), when it has one
     embedding_stats: dict[str, float] | None = None  # the run's embedding stage: distinct texts, encoded, seconds
+    judge_stats: dict[str, Any] | None = None  # calls, ledger_hits, tokens, cost_usd, spot_pairs
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -25,13 +25,24 @@ class Score:
     reason: str | None = None
     source: str | None = None  # label source (human, rule, judge:<model>) where the value comes from labels
     model: str | None = None  # the embedder (name@weights-hash[:layer]) that produced the value
+    judge_model: str | None = None
+    prompt_id: str | None = None
+    prompt_version: str | None = None
 
     @staticmethod
-    def ok(value: float, source: str | None = None, reason: str | None = None, model: str | None = None) -> Score:
+    def ok(value: float, source: str | None = None, reason: str | None = None, model: str | None = None,
+           **judge: str | None) -> Score:
         value = float(value)
         if math.isnan(value):
             raise ValueError("an ok score needs a number; use Score.undefined(reason)")
-        return Score(value, "ok", reason, source, model)
+        return Score(value, "ok", reason, source, model, **judge)
+
+    @staticmethod
+    def failed(status: str, reason: str | None, **judge: str | None) -> Score:
+        """A judge that did not deliver: judge_error, parse_error or skipped (with the call's metadata)."""
+        if status not in ("judge_error", "parse_error", "skipped", "undefined"):
+            raise ValueError(f"not a failure status: {status}")
+        return Score(math.nan, status, reason or status, **judge)
 
     @staticmethod
     def undefined(reason: str) -> Score:
@@ -109,7 +120,8 @@ def register(
 
 def _load_builtin_metrics() -> None:
     # importing the modules registers their metrics
-    from raglake.metrics import abstention, coverage, embedding, labels, operational, retrieval  # noqa: F401
+    from raglake.metrics import (  # noqa: F401
+        abstention, coverage, embedding, judge, judge_run, labels, operational, retrieval)
 
 
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:

@@ -146,7 +146,7 @@ def attribution_hit(ctx: CaseContext) -> Score:
 
 
 @register("recency_rule_ok", family="retrieval", scale="binary", higher_is_better=True, seed="001",
-          inputs=("references", "gold_supports", "recency_conflict_rule", "labels"))
+          inputs=("references", "gold_supports", "recency_conflict_rule", "labels", "judge:acknowledges_conflict"))
 def recency_rule_ok(ctx: CaseContext) -> Score:
     """cite_newer: cites the newest support; cite_both: cites every support; acknowledge_both: cite_both and acknowledges the conflict."""
     rule = ctx.case.recency_conflict_rule
@@ -164,5 +164,8 @@ def recency_rule_ok(ctx: CaseContext) -> Score:
         return Score.ok(float(cites_all))
     label = ctx.answer_label("acknowledges_conflict")
     if label is None:
+        judged = (ctx.judge or {}).get("acknowledges_conflict")
+        if judged is not None and judged.status != "ok":  # the judge was asked and did not deliver
+            return Score.failed(judged.status, judged.reason, judge_model=judged.model, prompt_id=judged.prompt_id)
         return Score.skipped("no_judge")
     return Score.ok(float(label.value), source=label.source)

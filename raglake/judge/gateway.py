@@ -1,0 +1,223 @@
+"""The judge gateway: the one object that makes LLM calls. OpenAI-compatible endpoint, async with a
+concurrency limit and request/token rate limits, retries with exponential backoff and jitter on 429,
+5xx, connection errors and timeouts (honouring Retry-After), temperature 0 and a seed, structured
+output (JSON schema, else JSON mode, else plain) validated against the prompt's schema with one
+repair attempt, a reply cut off by max_tokens retried once with a larger budget, every call in the
+ledger, and a budget. Failures are data: a result with status judge_error / parse_error / skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from raglake.judge.budget import Budget, RateLimiter
+from raglake.judge.config import JudgeConfig
+from raglake.judge.ledger import JudgeLedger, call_key
+from raglake.judge.prompts import Prompt
+
+_FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass
+class JudgeResult:
+    status: str  # ok | parse_error | judge_error | skipped
+    output: dict[str, Any] | None = None
+    reason: str | None = None
+    call_key: str | None = None
+    model: str | None = None
+    prompt_id: str | None = None
+    prompt_version: int | None = None
+    from_ledger: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class _Attempt:
+    text: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    error: str | None = None
+
+
+@dataclass
+class GatewayStats:
+    calls: int = 0  # requests that reached the server (retries included)
+    ledger_hits: int = 0
+    skipped_budget: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def parse_json(text: str | None) -> tuple[Any, str | None]:
+    """(object, None) or (None, why): the reply itself, a fenced block, or the outermost {...}."""
+    if text is None or not text.strip():
+        return None, "empty reply"
+    candidates = [text.strip(), *(m.strip() for m in _FENCED_JSON.findall(text))]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    error = "no JSON object found"
+    for candidate in candidates:
+        try:
+            return json.loads(candidate), None
+        except json.JSONDecodeError as e:
+            error = f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+    return None, error
+
+
+class JudgeGateway:
+    def __init__(self, config: JudgeConfig, ledger: JudgeLedger, budget: Budget | None = None):
+        from openai import AsyncOpenAI
+
+        self.config, self.ledger = config, ledger
+        self.budget = budget or Budget(config.max_calls, config.max_cost_usd)
+        self.client = AsyncOpenAI(base_url=config.base_url, api_key=config.api_key, max_retries=0,
+                                  timeout=config.timeout_s)
+        self.limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
+        self._slots = asyncio.Semaphore(config.concurrency)
+        self.format_mode = "json_schema"  # falls back to json_object, then none, if the server refuses
+        self.stats = GatewayStats()
+
+    def _params(self, prompt: Prompt) -> dict[str, Any]:
+        return {"temperature": 0, "seed": self.config.seed, "max_tokens": prompt.max_tokens}
+
+    async def call(self, prompt: Prompt, values: dict[str, Any]) -> JudgeResult:
+        messages = prompt.render(values)
+        params = self._params(prompt)
+        key = call_key(self.config.model, prompt.id, prompt.version, params, messages)
+        meta = dict(call_key=key, model=self.config.model, prompt_id=prompt.id, prompt_version=prompt.version)
+        hit = self.ledger.lookup(key)
+        if hit is not None:  # never paid twice: the stored reply is parsed again
+            self.stats.ledger_hits += 1
+            return self._judge(prompt, hit.response, meta, from_ledger=True)
+        if self.budget.exhausted():
+            self.stats.skipped_budget += 1
+            return JudgeResult("skipped", reason="budget", **meta)
+        return await self._call_server(prompt, messages, params, meta)
+
+    def _judge(self, prompt: Prompt, text: str | None, meta: dict[str, Any], *, from_ledger: bool = False) -> JudgeResult:
+        data, why = parse_json(text)
+        if why is None:
+            why = prompt.validate_output(data)
+        if why is not None:
+            return JudgeResult("parse_error", reason=f"parse_error: {why}", from_ledger=from_ledger, **meta)
+        return JudgeResult("ok", output=data, from_ledger=from_ledger, **meta)
+
+    async def _call_server(self, prompt: Prompt, messages: list[dict[str, str]], params: dict[str, Any],
+                           meta: dict[str, Any]) -> JudgeResult:
+        t0 = time.perf_counter()
+        usage = _Attempt()
+        max_tokens, truncated_retry, repaired = params["max_tokens"], False, False
+        conversation = list(messages)
+        async with self._slots:
+            reply = await self._request(prompt, conversation, max_tokens, usage)
+            if reply.error is None and reply.finish_reason == "length":  # cut off: once more, with room
+                truncated_retry, max_tokens = True, max_tokens * 2
+                reply = await self._request(prompt, conversation, max_tokens, usage)
+            result = None
+            if reply.error is None:
+                result = self._judge(prompt, reply.text, meta)
+                if result.status == "parse_error":  # one repair attempt, the complaint in the conversation
+                    repaired = True
+                    conversation += [{"role": "assistant", "content": reply.text or ""},
+                                     {"role": "user", "content": f"Your reply does not fit the required JSON ({result.reason}). "
+                                                                 "Reply with the corrected JSON object only."}]
+                    fixed = await self._request(prompt, conversation, max_tokens, usage)
+                    if fixed.error is None:
+                        reply, result = fixed, self._judge(prompt, fixed.text, meta)
+        if result is None:
+            result = JudgeResult("judge_error", reason=f"judge_error: {reply.error}", **meta)
+        cost, price_known = self._cost(usage)
+        self.budget.spend(cost)
+        self.stats.statuses[result.status] = self.stats.statuses.get(result.status, 0) + 1
+        self.ledger.record({
+            **meta, "base_url": self.config.base_url, "params": json.dumps(params, sort_keys=True),
+            "request": json.dumps({"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False),
+            "response": reply.text, "output": json.dumps(result.output) if result.output is not None else None,
+            "status": result.status, "error": result.reason, "attempts": usage.retries + 1 + int(truncated_retry) + int(repaired),
+            "retries": usage.retries, "repaired": repaired, "truncated_retry": truncated_retry,
+            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "latency_ms": (time.perf_counter() - t0) * 1000, "cost_usd": cost, "price_known": price_known,
+        })
+        return result
+
+    def _cost(self, usage: _Attempt) -> tuple[float, bool]:
+        price = self.config.price()
+        self.stats.prompt_tokens += usage.prompt_tokens
+        self.stats.completion_tokens += usage.completion_tokens
+        if price is None:
+            return 0.0, False
+        cost = (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6
+        self.stats.cost_usd += cost
+        return cost, True
+
+    async def _request(self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int, usage: _Attempt) -> _Attempt:
+        """One logical request, retried on 429 / 5xx / timeouts / connection errors."""
+        import openai
+
+        attempt = 0
+        while True:
+            attempt += 1
+            await self.limiter.wait(sum(len(m["content"]) for m in messages) // 4 + max_tokens)
+            self.budget.count_call()
+            self.stats.calls += 1
+            wait: float | None = None
+            try:
+                response = await self.client.chat.completions.create(
+                    model=self.config.model, messages=messages, temperature=0, seed=self.config.seed,
+                    max_tokens=max_tokens, **self._format(prompt))
+            except openai.BadRequestError as e:
+                if self.format_mode != "none" and "response_format" in str(e).lower() + str(getattr(e, "body", "")).lower():
+                    self.format_mode = "json_object" if self.format_mode == "json_schema" else "none"
+                    attempt -= 1
+                    continue
+                return _Attempt(error=f"HTTP 400: {e}")
+            except openai.APITimeoutError:
+                error, retryable = f"no reply within {self.config.timeout_s:g} s", True
+            except openai.APIConnectionError as e:
+                error, retryable = f"connection error: {e}", True
+            except openai.APIStatusError as e:
+                code = e.status_code
+                error, retryable = f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500
+                wait = _retry_after(e.response)
+            else:
+                choice = response.choices[0] if response.choices else None
+                if response.usage:
+                    usage.prompt_tokens += response.usage.prompt_tokens or 0
+                    usage.completion_tokens += response.usage.completion_tokens or 0
+                if choice is None:
+                    return _Attempt(error="the reply has no choices")
+                return _Attempt(text=choice.message.content, finish_reason=choice.finish_reason)
+            if not retryable or attempt > self.config.max_retries:
+                return _Attempt(error=f"{error} (after {attempt} attempt(s))")
+            usage.retries += 1
+            self.stats.retries += 1
+            backoff = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1)) * (0.5 + random.random())
+            await asyncio.sleep(max(backoff, wait or 0.0))
+
+    def _format(self, prompt: Prompt) -> dict[str, Any]:
+        if self.format_mode == "json_schema":
+            return {"response_format": {"type": "json_schema", "json_schema": {
+                "name": prompt.id, "schema": prompt.output_schema, "strict": False}}}
+        if self.format_mode == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        return {}
+
+
+def _retry_after(response: Any) -> float | None:
+    from raglake.targets.http_client import retry_after_seconds
+
+    return retry_after_seconds(response) if response is not None else None

@@ -1,0 +1,48 @@
+"""The Prefect-free pieces of a run that the flow strings together: gathering batch results, the
+run-level figures and the `runs` row, and the headline log line."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from raglake.lake.landing import RunRecord
+from raglake.metrics.operational import RunInputs
+from raglake.metrics.registry import RunValue, all_metrics, metric_versions
+from raglake.runplan import RunPlan
+from raglake.schemas import Capture
+
+
+@dataclass
+class JudgeSummary:
+    """What the judge stage did, for the run's figures and record."""
+
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, batch: Any) -> JudgeSummary:
+        stats = asdict(batch.stats)
+        stats["spot_pairs"] = list(batch.spot_pairs)
+        return cls(batch.outcomes, stats)
+
+    def for_cases(self, case_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {cid: self.outcomes.get(cid, {}) for cid in case_ids}
+
+
+def finish_run(plan: RunPlan, captures: Sequence[Capture], finished: dt.datetime, *, suite_seconds: float,
+               stage_seconds: dict[str, float], embedding_stats: dict[str, float] | None = None,
+               embedder_key: str | None = None, judge: JudgeSummary | None = None,
+               ) -> tuple[RunRecord, list[RunValue], dict[str, list[Any]] | None]:
+    """The run's `runs` row, its run-level figures and its coverage rows."""
+    manifest = plan.target.manifest()
+    inputs = RunInputs(captures, suite_seconds=suite_seconds, stage_seconds=stage_seconds, manifest=manifest,
+                       embedding_stats=embedding_stats, judge_stats=judge.stats if judge else None)
+    run_level = all_metrics(level="run")
+    values = [v for m in run_level for v in m.fn(inputs)]
+    record = plan.record(finished, len(captures), manifest, embedder_key)
+    record.metric_versions.update(metric_versions(run_level))
+    coverage = manifest.coverage_columns() if manifest is not None else None
+    return record, values, coverage
