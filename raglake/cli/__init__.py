@@ -53,7 +53,9 @@ def _judge_endpoint(judge: str | None, remote: dict | None, settings: dict) -> I
 
     render.console.print("starting the local judge (llama.cpp, SmolLM2-135M: weak, for a fully offline pipeline) …")
     with local_judge_server() as base_url:
-        yield dict(settings, base_url=base_url, model=LOCAL_MODEL, label="local")
+        # llama.cpp's server answers one request at a time on this CPU: queueing more only times them out
+        yield dict(settings, base_url=base_url, model=LOCAL_MODEL, label="local", concurrency=1,
+                   timeout_s=max(settings["timeout_s"], 600.0))
 
 
 NO_JUDGE_HINT = ("{n} judge metric value(s) were skipped: no judge is configured. Configure one with "

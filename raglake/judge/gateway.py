@@ -21,6 +21,8 @@ from raglake.judge.ledger import JudgeLedger, call_key
 from raglake.judge.prompts import Prompt
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+# structured-output forms, tried in this order until the server takes one
+_FORMAT_FALLBACK = {"json_schema": "json_object_schema", "json_object_schema": "json_object", "json_object": "none"}
 
 
 @dataclass
@@ -179,20 +181,19 @@ class JudgeGateway:
                 response = await self.client.chat.completions.create(
                     model=self.config.model, messages=messages, temperature=0, seed=self.config.seed,
                     max_tokens=max_tokens, **self._format(prompt))
-            except openai.BadRequestError as e:
-                if self.format_mode != "none" and "response_format" in str(e).lower() + str(getattr(e, "body", "")).lower():
-                    self.format_mode = "json_object" if self.format_mode == "json_schema" else "none"
+            except openai.APIStatusError as e:
+                if self.format_mode != "none" and "response_format" in str(e).lower():
+                    # the server refuses this structured-output form (some answer 400, llama.cpp 500): step down
+                    self.format_mode = _FORMAT_FALLBACK[self.format_mode]
                     attempt -= 1
                     continue
-                return _Attempt(error=f"HTTP 400: {e}")
+                code = e.status_code
+                error, retryable = f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500
+                wait = _retry_after(e.response)
             except openai.APITimeoutError:
                 error, retryable = f"no reply within {self.config.timeout_s:g} s", True
             except openai.APIConnectionError as e:
                 error, retryable = f"connection error: {e}", True
-            except openai.APIStatusError as e:
-                code = e.status_code
-                error, retryable = f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500
-                wait = _retry_after(e.response)
             else:
                 choice = response.choices[0] if response.choices else None
                 if response.usage:
@@ -212,6 +213,8 @@ class JudgeGateway:
         if self.format_mode == "json_schema":
             return {"response_format": {"type": "json_schema", "json_schema": {
                 "name": prompt.id, "schema": prompt.output_schema, "strict": False}}}
+        if self.format_mode == "json_object_schema":  # llama.cpp's form: JSON constrained by the schema
+            return {"response_format": {"type": "json_object", "schema": prompt.output_schema}}
         if self.format_mode == "json_object":
             return {"response_format": {"type": "json_object"}}
         return {}
