@@ -280,7 +280,7 @@ def test_render_body() -> None:
 
 def test_json_path_getter() -> None:
     data = {"a": {"b": [{"c": 1}, {"c": None}], "0": "key zero"}, "list": [[10, 20]], "t": {"x.y": 1}}
-    assert parse_path("$.a.b[1].c") == parse_path("a.b[1].c") == parse_path("$a.b[1].c") == ["a", "b", 1, "c"]
+    assert parse_path("$.a.b[1].c") == parse_path("a.b[1].c") == parse_path("$a.b[1].c") == ("a", "b", 1, "c")
     assert get_path(data, "a.b[0].c") == 1
     assert get_path(data, "$.a.b[0].c") == 1
     assert get_path(data, "a.b[1].c") is None  # present, null

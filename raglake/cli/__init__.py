@@ -217,6 +217,19 @@ def compare(
 
 
 @app.command()
+def health(
+    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix or latest~N; repeatable.")] = None,
+    by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "all",
+    lake: LakeOpt = None,
+) -> None:
+    """Capture failures by slice: error, timeout and empty-answer rates, and abstentions."""
+    check_dimension(by)
+    q = LakeQueries(Lake(lake))
+    run_ids = q.run_ids(run or ["latest"])
+    render.console.print(render.rows_table(q.capture_health(run_ids, by), f"capture health by {by}", 2000))
+
+
+@app.command()
 def coverage(
     run: Annotated[str, typer.Option("--run", "-r", help="Run id, prefix or latest~N.")] = "latest",
     lake: LakeOpt = None,

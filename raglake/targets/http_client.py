@@ -111,7 +111,7 @@ async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, hea
                     fields["attempts"] = attempts
                     return Capture.model_validate(fields)
                 except json.JSONDecodeError as e:
-                    status, error, retryable = "error", f"malformed JSON response: {e.msg} at line {e.lineno} column {e.colno}", False
+                    status, error, retryable = "error", f"malformed JSON response: {e.msg} (line {e.lineno} column {e.colno})", False
                 except (MappingError, ValidationError) as e:
                     status, error, retryable = "error", f"response does not map onto a capture: {e}", False
         if not retryable or attempts > config.retries:

@@ -4,20 +4,19 @@ response onto a capture without a dependency."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 MISSING = object()
 
 
-def parse_path(path: str) -> list[str | int]:
+@lru_cache(maxsize=1024)
+def parse_path(path: str) -> tuple[str | int, ...]:
     text = path.strip()
     text = text[1:] if text.startswith("$") else text
     text = text[1:] if text.startswith(".") else text
-    parts: list[str | int] = []
-    for m in _TOKEN.finditer(text):
-        parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
-    return parts
+    return tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _TOKEN.finditer(text))
 
 
 def get_path(data: Any, path: str) -> Any:
