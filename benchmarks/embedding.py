@@ -10,9 +10,9 @@ heading-aware chunker with the packaged tokenizer). A tenth of the questions are
 (verbatim or with a prefix/suffix, with their reference answers and gold supports: these repeat); the
 rest are written from one "topic" chunk drawn uniformly (its headings, or one of its sentences turned
 into a question) with a reference of 1-2 of its sentences, each question and reference distinct
-where the corpus allows (a golden set asks a question once). Answers are 1-3 sentences (reference and chunk sentences, now and
-then an unsupported one from another note, sometimes with a "[1]" citation); about 3% abstain and 1%
-are empty. Each capture retrieves C chunks: the topic chunk (at rank 1-5, or missed), siblings from
+where the corpus allows (a golden set asks a question once). Answers are 1-3 sentences (reference and
+chunk sentences, now and then an unsupported one from another note, sometimes with a "[1]"
+citation); about 3% abstain and 1% are empty. Each capture retrieves C chunks: the topic chunk (at rank 1-5, or missed), siblings from
 the same note and popular chunks, so the same few hundred chunk texts are retrieved for many
 questions, as in a real run.
 
@@ -467,6 +467,17 @@ def _is_number(s: str) -> bool:
 # ---- memory (child process) ----------------------------------------------------------------------
 
 
+def rss_now_mib() -> float:
+    """Resident memory right now (Linux /proc; nan elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 def max_rss_mib() -> float:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024  # bytes on macOS, KiB on Linux
@@ -477,7 +488,7 @@ def memory_child(args) -> int:
     traced = args.memory_child == "traced"
     embedder = get_embedder()
     embedder.model.encode(["warm up"] * 8)
-    rss_model = max_rss_mib()
+    rss_model, rss_model_now = max_rss_mib(), rss_now_mib()
     rng = random.Random(args.seed + 7)
     golden = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()]
     chunks, _ = load_chunks(embedder, args.distinct_chunks, random.Random(args.seed))
@@ -498,6 +509,7 @@ def memory_child(args) -> int:
     pairs = build_pairs(cases, captures, via_json=True)
     del cases, captures
     build_s = time.perf_counter() - t0
+    rss_built = rss_now_mib()
     metrics = [get_metric(m) for m in (*SENTENCE_METRICS, *BERT_METRICS)]
     config = ScoringConfig(k=args.chunks)
     with tempfile.TemporaryDirectory(prefix="raglake-embcache-") as tmp:
@@ -506,10 +518,12 @@ def memory_child(args) -> int:
         encoder = TextEncoder(embedder, EmbeddingCache(tmp, embedder.key))
         encoder.encode(texts, caller="metrics")
         t2 = time.perf_counter()
+        rss_encoded = rss_now_mib()
         scored = ScoredBatch()
         for start in range(0, len(pairs), BATCH):
             scored.extend(score_batch(pairs[start : start + BATCH], metrics, config, encoder=encoder))
         t3 = time.perf_counter()
+        rss_scored = rss_now_mib()
     peak = tracemalloc.get_traced_memory()[1] / 2**20 if traced else float("nan")
     if traced:
         tracemalloc.stop()
@@ -526,6 +540,10 @@ def memory_child(args) -> int:
     print(f"encode_s={t2 - t1:.2f}")
     print(f"score_s={t3 - t2:.2f}")
     print(f"rss_model_mib={rss_model:.0f}")
+    print(f"rss_now_model_mib={rss_model_now:.0f}")
+    print(f"rss_now_built_mib={rss_built:.0f}")
+    print(f"rss_now_encoded_mib={rss_encoded:.0f}")
+    print(f"rss_now_scored_mib={rss_scored:.0f}")
     print(f"rss_peak_mib={max_rss_mib():.0f}")
     print(f"tracemalloc_peak_mib={peak:.0f}")
     return 0
@@ -547,19 +565,26 @@ def run_memory(args) -> list[str]:
     u, t = results["untraced"], results["traced"]
     rss_gib = float(u["rss_peak_mib"]) / 1024
     lines = [
-        f"memory: {int(u['cases']):,} cases x {args.chunks} chunks, {len(SENTENCE_METRICS) + len(BERT_METRICS)} embedding "
-        f"metrics (BERTScore P/R/F1 included), batches of {BATCH}, on-disk cache in a fresh temp dir",
+        f"memory: {int(u['cases']):,} cases x {args.chunks} chunks, "
+        f"{len(SENTENCE_METRICS) + len(BERT_METRICS)} embedding metrics (BERTScore P/R/F1 included), "
+        f"batches of {BATCH}, on-disk cache in a fresh temp dir",
         f"  texts: {int(u['distinct_texts']):,} distinct (from {args.memory_pool:,} base cases; "
         f"{int(u['distinct_answer_ref']):,} distinct answers/references for BERTScore), {int(u['encoded']):,} encoded",
-        f"  rows kept: {int(u['score_rows']):,} score rows ({int(u['ok_rows']):,} ok), {int(u['chunk_rows']):,} chunk rows",
+        f"  rows kept: {int(u['score_rows']):,} score rows ({int(u['ok_rows']):,} ok), "
+        f"{int(u['chunk_rows']):,} chunk rows",
         f"  untraced child: build {float(u['build_s']):.0f} s, encode {float(u['encode_s']):.0f} s, "
         f"score {float(u['score_s']):.0f} s, wall {u['wall']} s",
         f"{'  peak RSS (ru_maxrss, untraced child)':<46}{float(u['rss_peak_mib']):>8.0f} MiB  = {rss_gib:.2f} GiB  "
         f"(goal < {GOAL_MEMORY_GIB:.0f} GiB: {'met' if rss_gib < GOAL_MEMORY_GIB else 'NOT met'})",
-        f"{'    of which: model loaded + warmed':<46}{float(u['rss_model_mib']):>8.0f} MiB",
+        f"{'    peak RSS once the model was loaded + warmed':<46}{float(u['rss_model_mib']):>8.0f} MiB  "
+        f"(resident then: {float(u['rss_now_model_mib']):.0f} MiB)",
+        f"{'    resident after building the cases':<46}{float(u['rss_now_built_mib']):>8.0f} MiB",
+        f"{'    resident after the one encode':<46}{float(u['rss_now_encoded_mib']):>8.0f} MiB",
+        f"{'    resident after scoring (rows kept)':<46}{float(u['rss_now_scored_mib']):>8.0f} MiB",
         f"{'  tracemalloc peak (traced child)':<46}{float(t['tracemalloc_peak_mib']):>8.0f} MiB  "
         f"(Python objects + numpy buffers from building the cases on; torch's tensors are not traced)",
-        f"{'  peak RSS of the traced child':<46}{float(t['rss_peak_mib']):>8.0f} MiB  (includes tracemalloc's bookkeeping)",
+        f"{'  peak RSS of the traced child':<46}{float(t['rss_peak_mib']):>8.0f} MiB  "
+        "(includes tracemalloc's bookkeeping)",
     ]
     return lines
 
@@ -584,7 +609,8 @@ def run_timing(args, embedder, out: list[str]) -> None:
     # warm-up: the model, torch's kernels, the scoring path (imports), BERTScore's scorer
     embedder.model.encode([c.text for c in chunks[:64]], batch_size=64, normalize_embeddings=True)
     raglake_stage(pairs[:20], embedder, metrics, config, None)
-    score_batch(pairs[:8], [get_metric("bert_score_f1")], config, encoder=TextEncoder(embedder, EmbeddingCache(None, embedder.key)))
+    score_batch(pairs[:8], [get_metric("bert_score_f1")], config,
+                encoder=TextEncoder(embedder, EmbeddingCache(None, embedder.key)))
 
     distinct = collect_texts(pairs, config.k)
     kinds = {
@@ -627,7 +653,8 @@ def run_timing(args, embedder, out: list[str]) -> None:
     bert_scored = ScoredBatch()
     for start in range(0, n, BATCH):
         part = pairs[start : start + BATCH]
-        bert_texts += len({t for c, x in part if x.answer.strip() and (c.reference_answer or "").strip() and not x.failed
+        bert_texts += len({t for c, x in part
+                           if x.answer.strip() and (c.reference_answer or "").strip() and not x.failed
                            for t in (x.answer, c.reference_answer)})
         bert_scored.extend(score_batch(part, [get_metric("bert_score_f1")], config, encoder=bert_encoder))
     bert_s = time.perf_counter() - t0
@@ -728,7 +755,8 @@ def _seed_texts(case: GoldenCase, cap: Capture, k: int) -> int:
     if cap.failed:
         return 0
     ctx = len([c for c in cap.top_k(k) if c.text.strip()])
-    has_answer, abst, ref = bool(cap.answer.strip()), rule_abstained(cap)[0], bool((case.reference_answer or "").strip())
+    has_answer, abst = bool(cap.answer.strip()), rule_abstained(cap)[0]
+    ref = bool((case.reference_answer or "").strip())
     n = 2 * (1 + ctx) if ctx else 0
     n += 2 if has_answer and not abst else 0
     n += 4 if has_answer and ref else 0
@@ -761,7 +789,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stsb", action="store_true", help="Spearman of semantic_similarity on STS-B dev")
     ap.add_argument("--no-timing", action="store_true", help="skip the timing part (e.g. with --stsb or --memory)")
     ap.add_argument("--memory", action="store_true", help="the memory check with 20,000 cases")
-    ap.add_argument("--memory-cases", type=int, default=0, help="the memory check with N cases (0: off unless --memory)")
+    ap.add_argument("--memory-cases", type=int, default=0,
+                    help="the memory check with N cases (0: off unless --memory)")
     ap.add_argument("--memory-pool", type=int, default=1000, help="distinct base cases the memory cases repeat")
     ap.add_argument("--memory-child", choices=("untraced", "traced"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

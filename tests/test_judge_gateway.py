@@ -156,20 +156,20 @@ def test_a_plain_400_is_not_retried(server, lake):
 
 
 def test_timeout_is_retried_then_a_judge_error(server, lake):
-    server.script(hang(1.5), hang(1.5))
+    server.script(hang(6), hang(6))
     gw = make_gateway(server, lake, timeout_s=0.3, max_retries=1)
     t0 = time.perf_counter()
     [result] = ask(gw, ("groundedness", values()))
     elapsed = time.perf_counter() - t0
     assert result.status == "judge_error" and "no reply within 0.3 s" in result.reason
     assert server.count == 2
-    assert 0.55 <= elapsed < 1.4, elapsed  # two timeouts of 0.3 s, not two full hangs
+    assert 0.55 <= elapsed < 4.5, elapsed  # two timeouts of 0.3 s, not a 6 s hang
     [row] = ledger_rows(lake, gw)
     assert row["status"] == "judge_error" and row["retries"] == 1 and row["attempts"] == 2
 
 
 def test_timeout_then_success(server, lake):
-    server.script(hang(1.5), ok(GROUNDED))
+    server.script(hang(3), ok(GROUNDED))
     gw = make_gateway(server, lake, timeout_s=0.3, max_retries=1)
     [result] = ask(gw, ("groundedness", values()))
     assert result.status == "ok"

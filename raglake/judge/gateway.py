@@ -73,10 +73,10 @@ def parse_json(text: str | None) -> tuple[Any, str | None]:
         candidates.append(text[start : end + 1])
     error = "no JSON object found"
     for candidate in candidates:
-        try:
-            return json.loads(candidate), None
+        try:  # strict=False: a raw newline inside a string is accepted (small models emit them)
+            return json.loads(candidate, strict=False), None
         except json.JSONDecodeError as e:
-            error = f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+            error = f"invalid JSON: {e.msg} (line {e.lineno} column {e.colno})"
     return None, error
 
 
@@ -120,11 +120,11 @@ class JudgeGateway:
 
     async def _call_server(self, prompt: Prompt, messages: list[dict[str, str]], params: dict[str, Any],
                            meta: dict[str, Any]) -> JudgeResult:
-        t0 = time.perf_counter()
         usage = _Attempt()
         max_tokens, truncated_retry, repaired = params["max_tokens"], False, False
         conversation = list(messages)
         async with self._slots:
+            t0 = time.perf_counter()  # the call's own time, not its wait for a slot
             reply = await self._request(prompt, conversation, max_tokens, usage)
             if reply.error is None and reply.finish_reason == "length":  # cut off: once more, with room
                 truncated_retry, max_tokens = True, max_tokens * 2
@@ -140,6 +140,7 @@ class JudgeGateway:
                     fixed = await self._request(prompt, conversation, max_tokens, usage)
                     if fixed.error is None:
                         reply, result = fixed, self._judge(prompt, fixed.text, meta)
+            latency_ms = (time.perf_counter() - t0) * 1000
         if result is None:
             result = JudgeResult("judge_error", reason=f"judge_error: {reply.error}", **meta)
         cost, price_known = self._cost(usage)
@@ -152,7 +153,7 @@ class JudgeGateway:
             "status": result.status, "error": result.reason, "attempts": usage.retries + 1 + int(truncated_retry) + int(repaired),
             "retries": usage.retries, "repaired": repaired, "truncated_retry": truncated_retry,
             "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "latency_ms": (time.perf_counter() - t0) * 1000, "cost_usd": cost, "price_known": price_known,
+            "latency_ms": latency_ms, "cost_usd": cost, "price_known": price_known,
         })
         return result
 
