@@ -12,9 +12,9 @@ rest are written from one "topic" chunk drawn uniformly (its headings, or one of
 into a question) with a reference of 1-2 of its sentences, each question and reference distinct
 where the corpus allows (a golden set asks a question once). Answers are 1-3 sentences (reference and
 chunk sentences, now and then an unsupported one from another note, sometimes with a "[1]"
-citation); about 3% abstain and 1% are empty. Each capture retrieves C chunks: the topic chunk (at rank 1-5, or missed), siblings from
-the same note and popular chunks, so the same few hundred chunk texts are retrieved for many
-questions, as in a real run.
+citation); about 3% abstain and 1% are empty. Each capture retrieves C chunks: the topic chunk (at
+rank 1-5, or missed), siblings from the same note and popular chunks, so the same few hundred chunk
+texts are retrieved for many questions, as in a real run.
 
 Timing part (one process, same inputs, the packaged all-MiniLM-L6-v2 warmed up first, on CPU):
   (1) raw model: `embedder.model.encode(distinct, batch_size=64, normalize_embeddings=True)` of the

@@ -7,8 +7,10 @@ Starts the loopback OpenAI-compatible server of tests/fake_openai.py in its own 
 JudgeGateway (openai client, concurrency limit, schema validation, ledger rows flushed to a temporary
 lake) at --concurrency. The ideal rate is concurrency / latency (32 / 0.2 s = 160 calls/s); reported:
 achieved calls/second and its ratio to the ideal (goal ≥ 0.9). For scale, the same number of requests
-is also sent with the bare AsyncOpenAI client at the same concurrency (what this machine allows
-without the gateway). Then the same calls again through a new gateway over the same lake: the
+is also sent with the bare AsyncOpenAI client at the same concurrency (the same request bodies,
+json_schema response format included: what this machine allows without the gateway), and the client
+CPU time per call is printed for both (on a small machine the openai client's own CPU cost bounds
+the rate). Then the same calls again through a new gateway over the same lake: the
 number of HTTP requests the server saw (goal: zero) and the time. Nothing here asserts on time.
 """
 
@@ -58,6 +60,15 @@ def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds a process used so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def served(url: str) -> int:
     return httpx.get(url.removesuffix("/v1") + "/_stats", timeout=5).json()["requests"]
 
@@ -79,20 +90,23 @@ def judge_all(url: str, lake: Lake, concurrency: int, values: list[dict[str, str
     async def main() -> list:
         gw = gateway(url, lake, concurrency)  # built inside the loop that uses it
         results = await asyncio.gather(*(gw.call(prompt, v) for v in values))
+        await gw.client.close()
         return [gw, results]
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     gw, results = asyncio.run(main())
     gw.ledger.flush()
+    gw.cpu_seconds = time.process_time() - cpu0  # type: ignore[attr-defined]
     return time.perf_counter() - t0, gw, Counter(r.status for r in results)
 
 
-def bare_client(url: str, concurrency: int, n: int) -> float:
+def bare_client(url: str, concurrency: int, n: int) -> tuple[float, float]:
     """The same number of requests with the plain AsyncOpenAI client: this machine's ceiling."""
     from openai import AsyncOpenAI
 
     prompt = get_prompt(PROMPT)
     messages = [prompt.render(v) for v in call_values(n)]
+    fmt = {"type": "json_schema", "json_schema": {"name": prompt.id, "schema": prompt.output_schema, "strict": False}}
 
     async def main() -> None:
         client = AsyncOpenAI(base_url=url, api_key="not-needed", max_retries=0, timeout=60)
@@ -100,13 +114,15 @@ def bare_client(url: str, concurrency: int, n: int) -> float:
 
         async def one(m: list[dict[str, str]]) -> None:
             async with slots:
-                await client.chat.completions.create(model="gpt-4o-mini", messages=m, temperature=0, max_tokens=700)
+                await client.chat.completions.create(model="gpt-4o-mini", messages=m, temperature=0, seed=0,
+                                                     max_tokens=prompt.max_tokens, response_format=fmt)
 
         await asyncio.gather(*(one(m) for m in messages))
+        await client.close()
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     asyncio.run(main())
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - cpu0
 
 
 def main() -> None:
@@ -120,29 +136,35 @@ def main() -> None:
     ideal = c / latency
 
     print(f"judge gateway benchmark: {n} calls ({PROMPT}), concurrency {c}, {args.latency_ms:g} ms injected latency")
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPU(s); "
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPU(s), load average {load:.2f}; "
           f"loopback server in its own process")
     process, url = start_server(args.latency_ms)
     try:
         values = call_values(n)
         with tempfile.TemporaryDirectory(prefix="raglake-judge-bench-") as tmp:
             lake = Lake(Path(tmp) / "lake")
+            bare_client(url, c, 2 * c)  # warm-up: imports, first connections (not measured)
 
-            before = served(url)
+            before, server_cpu = served(url), process_cpu(process.pid)
             seconds, gw, statuses = judge_all(url, lake, c, values)
             made = served(url) - before
+            server_cpu = process_cpu(process.pid) - server_cpu
             rate = n / seconds
             print(f"\nfirst run   : {n} calls in {seconds:.2f} s = {rate:.1f} calls/s; ideal {c} / {latency:g} s = "
                   f"{ideal:.0f} calls/s; ratio {rate / ideal:.3f} (goal >= 0.9)")
             print(f"              HTTP requests {made}, statuses {dict(statuses)}, retries {gw.stats.retries}, "
                   f"tokens {gw.stats.prompt_tokens}+{gw.stats.completion_tokens}, cost ${gw.stats.cost_usd:.4f}")
             rows = connect(lake).sql("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchall()[0]
-            print(f"              ledger rows {rows[0]} ({rows[1]} distinct keys)")
+            print(f"              ledger rows {rows[0]} ({rows[1]} distinct keys); client CPU {gw.cpu_seconds / n * 1000:.2f} ms "
+                  f"per call (one core allows at most {n / gw.cpu_seconds:.0f} calls/s); loopback server CPU "
+                  f"{server_cpu / max(made, 1) * 1000:.2f} ms per request")
 
             if not args.no_baseline:
-                bare = bare_client(url, c, n)
+                bare, bare_cpu = bare_client(url, c, n)
                 print(f"bare client : {n} requests in {bare:.2f} s = {n / bare:.1f} requests/s; ratio to ideal "
-                      f"{n / bare / ideal:.3f} (no gateway: the ceiling of this machine and server)")
+                      f"{n / bare / ideal:.3f}; client CPU {bare_cpu / n * 1000:.2f} ms per request "
+                      f"(the same requests with the plain openai client, no gateway: this machine's ceiling)")
 
             before = served(url)
             seconds2, gw2, statuses2 = judge_all(url, lake, c, values)

@@ -118,6 +118,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
         self._sock.bind((host, port))
         self.port = self._sock.getsockname()[1]
         self._server: Any = None

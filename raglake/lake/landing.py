@@ -75,6 +75,7 @@ def case_columns(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> di
             "latency_folder_selection_ms": lat.folder_selection, "latency_retrieval_ms": lat.retrieval,
             "latency_generation_ms": lat.generation, "latency_total_ms": lat.total, "latency_wall_ms": lat.wall,
             "capture_hash": capture_hash(cap), "capture_attempts": cap.attempts,
+            "golden_case": case.model_dump_json(),
         })
     return {name: [r[name] for r in rows] for name in TABLES["cases"].schema.names}
 

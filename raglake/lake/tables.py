@@ -49,6 +49,7 @@ CASES = _spec("cases", "run_id", [
     ("latency_folder_selection_ms", pa.float64()), ("latency_retrieval_ms", pa.float64()),
     ("latency_generation_ms", pa.float64()), ("latency_total_ms", pa.float64()), ("latency_wall_ms", pa.float64()),
     ("capture_hash", pa.string()), ("capture_attempts", pa.int32()),
+    ("golden_case", pa.string()),  # the whole golden case as JSON (labels included), for re-scoring
 ])
 
 CHUNKS = _spec("chunks", "run_id", [
