@@ -102,6 +102,7 @@ class RunPlan:
             n_cases=n_cases, k=self.config.k, require_snippets=self.config.require_snippets,
             code_version=code_version(), metric_versions=metric_versions(self.metrics),
             config={**asdict(self.config), "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
+                    "embedder_arg": self.embedder,
                     "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION,
                     "sentence_splitter_version": SPLITTER_VERSION, "bertscore_version": BERTSCORE_VERSION,
                     "target_config": getattr(self.target, "recorded_config", dict)(),

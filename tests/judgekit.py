@@ -74,7 +74,7 @@ def judge_outcomes(pairs: Sequence[tuple[GoldenCase, Capture]], metrics: Sequenc
             for case, capture in pairs for step in steps_for(CaseContext(case, capture, config), wanted)]
 
     async def run() -> list[StepOutcome]:
-        return list(await asyncio.gather(*(STEPS[step].run(judge, view) for _, step, view in work)))
+        return list(await asyncio.gather(*(STEPS[step](judge, view) for _, step, view in work)))
 
     out: dict[str, dict[str, StepOutcome]] = {case.id: {} for case, _ in pairs}
     for (cid, step, _), outcome in zip(work, asyncio.run(run())):

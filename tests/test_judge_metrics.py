@@ -261,7 +261,7 @@ def test_faithfulness_is_supported_claims_over_claims():
     gw = ScriptedGateway(script(extract_claims={"claims": ["c1", "c2", "c3"]}, verify_claims=verdicts(1, 0, 1)), model=MODEL)
     s = judged(case(), capture(*CHUNKS), ["faithfulness"], gw)["faithfulness"]
     assert_ok(s, 2 / 3)
-    assert s.prompt_id == "verify_claims"
+    assert (s.prompt_id, s.prompt_version) == ("extract_claims+verify_claims", "1+1")  # every prompt of the step
     assert asked(gw) == ["extract_claims", "verify_claims"]
     claims = gw.calls[1][1]["claims"]
     assert claims == "1. c1\n2. c2\n3. c3"
@@ -285,7 +285,7 @@ def test_faithfulness_fails_when_either_step_fails(step_prompt):
     gw = ScriptedGateway(script(**{step_prompt: failure("judge_error", step_prompt)}), model=MODEL)
     s = judged(case(), capture(*CHUNKS), ["faithfulness"], gw)["faithfulness"]
     assert_nan(s, "judge_error")
-    assert s.prompt_id == step_prompt
+    assert s.judge_model == MODEL and s.prompt_id == "extract_claims+verify_claims"
 
 
 # ---- context precision, AP, recall ---------------------------------------------------------------
@@ -686,6 +686,9 @@ FAILING = {
     "answer_relevance": "generate_questions", "factual_accuracy": "factual_accuracy",
     "answer_class_correct": "answer_class", "answer_class_wrong": "answer_class", "answer_class_dont_know": "answer_class",
 }
+# what a score row records: every prompt of the metric's step (sorted), with their versions
+RECORDED = {"faithfulness": ("extract_claims+verify_claims", "1+1"),
+            "context_recall": ("attribute_statements+extract_statements", "1+1")}
 
 
 @pytest.mark.parametrize("status", ["judge_error", "parse_error", "skipped"])
@@ -695,7 +698,7 @@ def test_a_failed_judge_call_is_a_status_never_a_zero(metric, status):
     gw = ScriptedGateway(script(**{prompt: failure(status, prompt)}), model=MODEL)
     s = judged(case(), capture(*CHUNKS), [metric], gw, encoder=stub_encoder())[metric]
     assert_nan(s, status, failure(status, prompt).reason)
-    assert (s.judge_model, s.prompt_id, s.prompt_version) == (MODEL, prompt, "1")
+    assert (s.judge_model, s.prompt_id, s.prompt_version) == (MODEL, *RECORDED.get(metric, (prompt, "1")))
 
 
 @pytest.mark.parametrize("status", ["judge_error", "parse_error", "skipped"])
@@ -713,14 +716,14 @@ def test_hand_built_outcomes_feed_the_metrics():
         "groundedness": done({"score": 5, "supported_claims": [], "unsupported_claims": [], "reasoning": "r"}, "groundedness", "m-x"),
         "correctness": StepOutcome("skipped", reason="budget", model="m-x", prompt_id="correctness", prompt_version=1),
         "wp_correctness": StepOutcome("parse_error", reason="parse_error: empty reply", model="m-x",
-                                      prompt_id="wp_correctness", prompt_version=2),
+                                      prompt_id="wp_correctness", prompt_version=1),
     }
     s = scored(case(), capture(*CHUNKS), ["groundedness", "correctness", "wp_correctness", "wp_relevance"], judge)
     assert_ok(s["groundedness"], 5)
     assert s["groundedness"].judge_model == "m-x"
     assert_nan(s["correctness"], "skipped", "budget")
     assert_nan(s["wp_correctness"], "parse_error", "parse_error: empty reply")
-    assert s["wp_correctness"].prompt_version == "2"
+    assert (s["wp_correctness"].judge_model, s["wp_correctness"].prompt_id) == ("m-x", "wp_correctness")
     # a judge was configured but this step has no outcome: not judged, not a zero
     assert s["wp_relevance"].status == "skipped" and math.isnan(s["wp_relevance"].value)
 

@@ -79,7 +79,8 @@ class IndexManifest:
         """What the run records about its index (runs.index_info)."""
         return {"corpus": self.corpus, "chunker_version": self.chunker_version,
                 "embedding_model": self.embedding_model, "index_version": self.index_version,
-                "settings": self.settings, **self.stats(), "skipped_by_reason": self.skipped_by_reason}
+                "settings": self.settings, **self.stats(), "skipped_by_reason": self.skipped_by_reason,
+                "doc_paths": sorted(self.doc_paths)}
 
     def coverage_columns(self) -> dict[str, list[Any]]:
         """Long rows for the lake's `coverage` table: (stat, doc_type, reason, value)."""

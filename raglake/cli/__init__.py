@@ -217,6 +217,66 @@ def compare(
 
 
 @app.command()
+def rescore(
+    runs: Annotated[Optional[list[str]], typer.Argument(help="Run ids, prefixes or latest~N.")] = None,
+    since: Annotated[Optional[str], typer.Option(help="Runs started on or after this date (YYYY-MM-DD).")] = None,
+    until: Annotated[Optional[str], typer.Option(help="Runs started on or before this date.")] = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="Every run in the lake.")] = False,
+    metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these metrics (comma-separated).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be recomputed and what judge calls it costs.")] = False,
+    embedder: Annotated[Optional[str], typer.Option(help="Embedder (default: the one each run used).")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="Judge for judge metrics (without one they are kept).")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Judge model.")] = None,
+    judge_api_key_env: Annotated[str, typer.Option(help="Environment variable holding the judge's API key.")] = "OPENAI_API_KEY",
+    judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget in judge calls.")] = None,
+    judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget in US dollars.")] = None,
+    lake: LakeOpt = None,
+) -> None:
+    """Re-score stored runs with the current registry, without calling the target: unchanged work is
+    kept (a cache hit), changed metrics get new rows under a new scoring id."""
+    import datetime as dt
+
+    from raglake.rescore import estimate_judge_calls, load_stored_run, plan_rescore, select_runs
+
+    try:
+        start = dt.date.fromisoformat(since) if since else None
+        end = dt.date.fromisoformat(until) if until else None
+    except ValueError as e:
+        raise ConfigError(f"--since/--until take YYYY-MM-DD: {e}") from None
+    judge = dict(base_url=judge_base_url, model=judge_model, api_key_env=judge_api_key_env, max_calls=judge_max_calls,
+                 max_cost_usd=judge_max_cost) if judge_base_url or judge_model else None
+    chosen = _split(metrics) or None
+    q = LakeQueries(Lake(lake))
+    run_ids = select_runs(q, runs, start, end, all_runs)
+    if dry_run:
+        from raglake.embed.prepare import needs_embedder, text_encoder
+        from raglake.metrics.registry import get_metric, select_metrics
+        from raglake.runplan import _judges
+
+        judge_config = _judges(judge, None)[0]
+        selected = select_metrics(chosen)
+        for run_id in run_ids:
+            stored = load_stored_run(q, run_id)
+            key = text_encoder(embedder or stored.run_config.get("embedder_arg"), None).embedder.key \
+                if needs_embedder(selected) else None
+            decisions = plan_rescore(q, [run_id], selected, embedder_key=key,
+                                     judge_model=judge_config.model if judge_config else None)
+            todo = [get_metric(d.metric) for d in decisions if d.compute]
+            render.console.print(render.rows_table([d.__dict__ for d in decisions if d.compute] or
+                                                   [{"run_id": run_id, "metric": "(none)", "compute": False, "reason": "all unchanged"}],
+                                                   f"run {run_id}: {len(todo)} to recompute, {len(decisions) - len(todo)} kept"))
+            calls = estimate_judge_calls(stored, todo, judge_config, q.lake.url)
+            render.console.print(f"judge calls: about {calls['calls']} ({calls['in_ledger']} already in the ledger, free)")
+        return
+    from flows.rescore import rescore as rescore_flow
+
+    report = rescore_flow(run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder, judge=judge)
+    for run_id, r in report["runs"].items():
+        render.console.print(f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), "
+                             f"kept {r['keep']} unchanged")
+
+
+@app.command()
 def health(
     run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix or latest~N; repeatable.")] = None,
     by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "all",

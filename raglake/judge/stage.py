@@ -81,7 +81,7 @@ class JudgedBatch:
 
 
 async def _run_steps(judge: Judge, work: list[tuple[str, str, CaseView]]) -> list[StepOutcome]:
-    return list(await asyncio.gather(*(STEPS[step].run(judge, view) for _, step, view in work)))
+    return list(await asyncio.gather(*(STEPS[step](judge, view) for _, step, view in work)))
 
 
 def judge_batch(

@@ -78,7 +78,11 @@ class Step:
     name: str
     prompts: tuple[str, ...]
     check: Callable[[CaseView], str | None]  # a reason the step cannot apply (decided without a judge), or None
-    run: StepFn
+    values: Callable[[CaseView], dict[str, str]]  # the variables of its first prompt
+    run: StepFn | None = None  # None: one call of the first prompt with `values`
+
+    async def __call__(self, judge: Judge, view: CaseView) -> StepOutcome:
+        return await (self.run(judge, view) if self.run else _single(judge, self.prompts[0], **self.values(view)))
 
 
 def _needs(*fields: str) -> Callable[[CaseView], str | None]:
@@ -159,33 +163,35 @@ async def _answer_class(j: Judge, c: CaseView) -> StepOutcome:
     return await _single(j, "answer_class", question=c.question, reference=c.reference, answer=c.answer)
 
 
+def _qa(v: CaseView) -> dict[str, str]:
+    return {"question": v.question, "answer": v.answer}
+
+
+def _qra(v: CaseView) -> dict[str, str]:
+    return {"question": v.question, "reference": v.reference, "answer": v.answer}
+
+
 STEPS: dict[str, Step] = {s.name: s for s in (
-    Step("groundedness", ("groundedness",), _needs("answer", "chunks"),
-         lambda j, c: _single(j, "groundedness", answer=c.answer, contexts=c.contexts)),
-    Step("correctness", ("correctness",), _needs("answer", "chunks"),
-         lambda j, c: _single(j, "correctness", question=c.question, answer=c.answer, contexts=c.contexts)),
-    Step("wp_correctness", ("wp_correctness",), _needs("answer", "reference"),
-         lambda j, c: _single(j, "wp_correctness", question=c.question, answer=c.answer, reference=c.reference)),
+    Step("groundedness", ("groundedness",), _needs("answer", "chunks"), lambda v: {"answer": v.answer, "contexts": v.contexts}),
+    Step("correctness", ("correctness",), _needs("answer", "chunks"), lambda v: {**_qa(v), "contexts": v.contexts}),
+    Step("wp_correctness", ("wp_correctness",), _needs("answer", "reference"), _qra),
     Step("wp_fact_check", ("wp_fact_check",), _needs("answer", "chunks"),
-         lambda j, c: _single(j, "wp_fact_check", answer=c.answer, reference=c.reference or "(none)", contexts=c.contexts)),
-    Step("wp_relevance", ("wp_relevance",), _needs("answer"),
-         lambda j, c: _single(j, "wp_relevance", question=c.question, answer=c.answer)),
-    Step("faithfulness", ("extract_claims", "verify_claims"), _needs("answer", "chunks"), _faithfulness),
+         lambda v: {"answer": v.answer, "reference": v.reference or "(none)", "contexts": v.contexts}),
+    Step("wp_relevance", ("wp_relevance",), _needs("answer"), _qa),
+    Step("faithfulness", ("extract_claims", "verify_claims"), _needs("answer", "chunks"), _qa, _faithfulness),
     Step("context_precision", ("context_precision",), _needs("reference", "chunks"),
+         lambda v: {"question": v.question, "reference": v.reference, "contexts": v.contexts},
          lambda j, c: _per_chunk(j, c, "context_precision", "verdicts", question=c.question, reference=c.reference)),
-    Step("context_recall", ("extract_statements", "attribute_statements"), _needs("reference"), _context_recall),
-    Step("answer_relevance", ("generate_questions",), _needs("answer"), _answer_relevance),
-    Step("factual_accuracy", ("factual_accuracy",), _needs("answer", "reference"),
-         lambda j, c: _single(j, "factual_accuracy", question=c.question, reference=c.reference, answer=c.answer)),
-    Step("answer_class", ("answer_class",), _needs("answer", "reference"), _answer_class),
-    Step("abstention", ("abstention",), _needs("answer"),
-         lambda j, c: _single(j, "abstention", question=c.question, answer=c.answer)),
-    Step("label_answer", ("label_answer",), _needs("answer"),
-         lambda j, c: _single(j, "label_answer", question=c.question, answer=c.answer, contexts=c.contexts or "(none)")),
-    Step("label_chunks", ("label_chunks",), _needs("chunks"),
+    Step("context_recall", ("extract_statements", "attribute_statements"), _needs("reference"),
+         lambda v: {"question": v.question, "reference": v.reference}, _context_recall),
+    Step("answer_relevance", ("generate_questions",), _needs("answer"), lambda v: {"answer": v.answer}, _answer_relevance),
+    Step("factual_accuracy", ("factual_accuracy",), _needs("answer", "reference"), _qra),
+    Step("answer_class", ("answer_class",), _needs("answer", "reference"), _qra, _answer_class),
+    Step("abstention", ("abstention",), _needs("answer"), _qa),
+    Step("label_answer", ("label_answer",), _needs("answer"), lambda v: {**_qa(v), "contexts": v.contexts or "(none)"}),
+    Step("label_chunks", ("label_chunks",), _needs("chunks"), lambda v: {"question": v.question, "contexts": v.contexts},
          lambda j, c: _per_chunk(j, c, "label_chunks", "chunks", question=c.question)),
-    Step("acknowledges_conflict", ("acknowledges_conflict",), _needs("answer"),
-         lambda j, c: _single(j, "acknowledges_conflict", question=c.question, answer=c.answer)),
+    Step("acknowledges_conflict", ("acknowledges_conflict",), _needs("answer"), _qa),
 )}
 
 

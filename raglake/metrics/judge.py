@@ -22,17 +22,34 @@ def outcome(ctx: CaseContext, step: str) -> StepOutcome:
     return ctx.judge.get(step) or StepOutcome("skipped", reason="not_judged")
 
 
-def _meta(o: StepOutcome) -> dict[str, str | None]:
-    return {"judge_model": o.model, "prompt_id": o.prompt_id,
-            "prompt_version": None if o.prompt_version is None else str(o.prompt_version)}
+def prompt_refs(steps: list[str]) -> tuple[str, str]:
+    """("p1+p2", "v1+v2"): every prompt a metric's steps use, with versions, as the score rows record them
+    (re-scoring compares these with the current prompt files)."""
+    from raglake.judge.prompts import get_prompt
+
+    prompts = sorted({p for step in steps for p in STEPS[step].prompts})
+    return "+".join(prompts), "+".join(str(get_prompt(p).version) for p in prompts)
+
+
+def metric_steps(metric_name: str) -> list[str]:
+    from raglake.metrics.registry import get_metric
+
+    return sorted(i.split(":", 1)[1] for i in get_metric(metric_name).inputs if i.startswith("judge:"))
+
+
+def _meta(o: StepOutcome, step: str) -> dict[str, str | None]:
+    ids, versions = prompt_refs([step])
+    return {"judge_model": o.model, "prompt_id": ids, "prompt_version": versions}
 
 
 def from_step(ctx: CaseContext, step: str, value: Callable[[dict], float | Score]) -> Score:
     o = outcome(ctx, step)
     if o.status != "ok":
-        return Score.failed(o.status, o.reason, **_meta(o))
+        return Score.failed(o.status, o.reason, **_meta(o, step))
     v = value(o.data)
-    return v if isinstance(v, Score) else Score.ok(v, **_meta(o))
+    if isinstance(v, Score):
+        return Score(v.value, v.status, v.reason, judge_model=o.model, **dict(zip(("prompt_id", "prompt_version"), prompt_refs([step]))))
+    return Score.ok(v, **_meta(o, step))
 
 
 def _judge(name: str, step: str, scale: str, seed: str, better: bool | None = True, extra: tuple[str, ...] = ()):
@@ -130,8 +147,8 @@ def wp_composite(ctx: CaseContext) -> Score:
     """0.4·correctness + 0.2·faithfulness + 0.2·precision + 0.2·recall + 0·relevance on the 1-5 view."""
     parts = {"correctness": wp_correctness(ctx), "faithfulness": wp_faithfulness(ctx), "precision": wp_precision(ctx),
              "recall": wp_recall(ctx), "relevance": wp_relevance(ctx)}
-    return weighted(parts, ctx.config.wp_weights, {"faithfulness": _one_to_five, "precision": _one_to_five,
-                                                   "recall": _one_to_five})
+    return _composite(weighted(parts, ctx.config.wp_weights, {"faithfulness": _one_to_five, "precision": _one_to_five,
+                                                              "recall": _one_to_five}), parts, "wp_composite")
 
 
 @_judge("faithfulness", "faithfulness", "0-1", "004")
@@ -183,10 +200,10 @@ def answer_relevance(ctx: CaseContext) -> Score:
         return Score.undefined("abstained")
     o = outcome(ctx, "answer_relevance")
     if o.status != "ok":
-        return Score.failed(o.status, o.reason, **_meta(o))
+        return Score.failed(o.status, o.reason, **_meta(o, "answer_relevance"))
     if not o.data["cosines"]:
-        return Score.failed("parse_error", "parse_error: no questions generated", **_meta(o))
-    return Score.ok(mean_cosine(o), model=o.data["embedder"], **_meta(o))
+        return Score.failed("parse_error", "parse_error: no questions generated", **_meta(o, "answer_relevance"))
+    return Score.ok(mean_cosine(o), model=o.data["embedder"], **_meta(o, "answer_relevance"))
 
 
 @_judge("ragas_score", "faithfulness", "0-1", "004",
@@ -195,7 +212,15 @@ def ragas_score(ctx: CaseContext) -> Score:
     """0.3·faithfulness + 0.2·context_precision + 0.2·context_recall + 0.3·answer_relevance, renormalised over non-NaN."""
     parts = {"faithfulness": faithfulness(ctx), "context_precision": context_precision(ctx),
              "context_recall": context_recall(ctx), "answer_relevance": answer_relevance(ctx)}
-    return weighted(parts, ctx.config.ragas_weights, {})
+    return _composite(weighted(parts, ctx.config.ragas_weights, {}), parts, "ragas_score")
+
+
+def _composite(score: Score, parts: dict[str, Score], name: str) -> Score:
+    """A composite row records the judge model of its components and every prompt they use."""
+    ids, versions = prompt_refs(metric_steps(name))
+    model = next((p.judge_model for p in parts.values() if p.judge_model), None)
+    return Score(score.value, score.status, score.reason, model=score.model, judge_model=model, prompt_id=ids,
+                 prompt_version=versions)
 
 
 @_judge("factual_accuracy", "factual_accuracy", "0-1", "004")
