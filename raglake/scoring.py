@@ -13,7 +13,7 @@ from raglake.metrics.registry import Metric, Score
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
 SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source", "embedder",
-                 "judge_model", "prompt_id", "prompt_version")
+                 "judge_model", "prompt_id", "prompt_version", "judge_call")
 LABEL_COLUMNS = ("case_id", "level", "rank", "label", "value", "label_source")
 CHUNK_COLUMNS = ("case_id", "rank", "rel_path", "heading_path", "text", "score", "chunk_id", "in_top_k", "matched_supports")
 
@@ -80,6 +80,7 @@ def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metr
         out["judge_model"].append(score.judge_model)
         out["prompt_id"].append(score.prompt_id)
         out["prompt_version"].append(score.prompt_version)
+        out["judge_call"].append(score.judge_call)
 
 
 def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:

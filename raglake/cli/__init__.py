@@ -277,6 +277,37 @@ def rescore(
 
 
 @app.command()
+def gate(
+    candidate: Annotated[str, typer.Option("--candidate", help="The run under test (id, prefix or latest~N).")],
+    rules: Annotated[Path, typer.Option("--rules", help="Gate rules (YAML): which metrics, slices and allowed drops.")],
+    baseline: Annotated[str, typer.Option("--baseline", help="Baseline run, or 'latest': the previous run of the candidate's target and golden set.")] = "latest",
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+    lake: LakeOpt = None,
+) -> None:
+    """Fail (exit 1) when a gated metric drops on a slice by more than its rule allows and the paired
+    bootstrap CI excludes zero; print the failing rows."""
+    from raglake.gate import evaluate_gate, load_rules
+
+    gate_rules = load_rules(rules)
+    q = LakeQueries(Lake(lake))
+    cand = q.run_ids([candidate])[0]
+    if baseline == "latest":
+        base = q.previous_run(cand)
+        if base is None:
+            raise ConfigError(f"run {cand} has no earlier run of the same target and golden set; give --baseline RUN")
+    else:
+        base = q.run_ids([baseline])[0]
+    checked, failing = evaluate_gate(q, base, cand, gate_rules, n_boot=n_boot)
+    title = f"gate: {q.target_name(cand)} {cand} against {base}: {len(checked)} checks, {len(failing)} failing"
+    if failing:
+        shown = [{k: r[k] for k in ("metric", "dimension", "slice", "n_pairs", "mean_a", "mean_b", "drop", "max_drop",
+                                    "ci_low", "ci_high")} for r in failing]
+        render.console.print(render.rows_table(shown, title, 500))
+        raise typer.Exit(code=1)
+    render.console.print(f"{title}: pass")
+
+
+@app.command()
 def health(
     run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix or latest~N; repeatable.")] = None,
     by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "all",

@@ -23,6 +23,7 @@ class StepOutcome:
     model: str | None = None
     prompt_id: str | None = None
     prompt_version: int | None = None
+    call_key: str | None = None  # the (last) judge call in the ledger: its request, response and reasoning
 
     @staticmethod
     def undefined(reason: str) -> StepOutcome:
@@ -31,11 +32,12 @@ class StepOutcome:
     @staticmethod
     def failed(result: JudgeResult) -> StepOutcome:
         return StepOutcome(result.status, reason=result.reason, model=result.model, prompt_id=result.prompt_id,
-                           prompt_version=result.prompt_version)
+                           prompt_version=result.prompt_version, call_key=result.call_key)
 
     @staticmethod
     def done(result: JudgeResult, data: dict[str, Any]) -> StepOutcome:
-        return StepOutcome("ok", data, model=result.model, prompt_id=result.prompt_id, prompt_version=result.prompt_version)
+        return StepOutcome("ok", data, model=result.model, prompt_id=result.prompt_id,
+                           prompt_version=result.prompt_version, call_key=result.call_key)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ async def _faithfulness(j: Judge, c: CaseView) -> StepOutcome:
     verdicts = {v["claim"]: v["verdict"] for v in verified.output["verdicts"]}
     if set(verdicts) != set(range(1, len(items) + 1)):
         return StepOutcome("parse_error", reason=f"parse_error: {len(items)} claims but verdicts for {sorted(verdicts)}",
-                           model=verified.model, prompt_id=verified.prompt_id, prompt_version=verified.prompt_version)
+                           model=verified.model, prompt_id=verified.prompt_id, prompt_version=verified.prompt_version,
+                           call_key=verified.call_key)
     return StepOutcome.done(verified, {"claims": items, "supported": [verdicts[i] for i in range(1, len(items) + 1)]})
 
 
@@ -131,7 +134,8 @@ async def _context_recall(j: Judge, c: CaseView) -> StepOutcome:
     marks = {a["statement"]: a["attributed"] for a in attributed.output["attributions"]}
     if set(marks) != set(range(1, len(statements) + 1)):
         return StepOutcome("parse_error", reason=f"parse_error: {len(statements)} statements but attributions for {sorted(marks)}",
-                           model=attributed.model, prompt_id=attributed.prompt_id, prompt_version=attributed.prompt_version)
+                           model=attributed.model, prompt_id=attributed.prompt_id, prompt_version=attributed.prompt_version,
+                           call_key=attributed.call_key)
     return StepOutcome.done(attributed, {"statements": statements, "attributed": [marks[i] for i in range(1, len(statements) + 1)]})
 
 
@@ -143,7 +147,8 @@ async def _per_chunk(j: Judge, c: CaseView, prompt_id: str, key: str, **values: 
     rows = {r["chunk"]: r for r in result.output[key]}
     if set(rows) != set(range(1, len(c.chunks) + 1)):
         return StepOutcome("parse_error", reason=f"parse_error: {len(c.chunks)} chunks but verdicts for {sorted(rows)}",
-                           model=result.model, prompt_id=result.prompt_id, prompt_version=result.prompt_version)
+                           model=result.model, prompt_id=result.prompt_id, prompt_version=result.prompt_version,
+                           call_key=result.call_key)
     return StepOutcome.done(result, {"chunks": [rows[i] for i in range(1, len(c.chunks) + 1)]})
 
 

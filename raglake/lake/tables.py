@@ -62,6 +62,7 @@ SCORES = _spec("scores", "run_id", [
     ("case_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()), ("status", pa.string()),
     ("reason", pa.string()), ("metric_version", pa.string()), ("label_source", pa.string()),
     ("embedder", pa.string()), ("judge_model", pa.string()), ("prompt_id", pa.string()), ("prompt_version", pa.string()),
+    ("judge_call", pa.string()),
     ("scoring_id", pa.string()), ("scored_at", TS),
 ])
 

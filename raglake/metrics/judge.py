@@ -39,7 +39,7 @@ def metric_steps(metric_name: str) -> list[str]:
 
 def _meta(o: StepOutcome, step: str) -> dict[str, str | None]:
     ids, versions = prompt_refs([step])
-    return {"judge_model": o.model, "prompt_id": ids, "prompt_version": versions}
+    return {"judge_model": o.model, "prompt_id": ids, "prompt_version": versions, "judge_call": o.call_key}
 
 
 def from_step(ctx: CaseContext, step: str, value: Callable[[dict], float | Score]) -> Score:
@@ -48,7 +48,7 @@ def from_step(ctx: CaseContext, step: str, value: Callable[[dict], float | Score
         return Score.failed(o.status, o.reason, **_meta(o, step))
     v = value(o.data)
     if isinstance(v, Score):
-        return Score(v.value, v.status, v.reason, judge_model=o.model, **dict(zip(("prompt_id", "prompt_version"), prompt_refs([step]))))
+        return Score(v.value, v.status, v.reason, **_meta(o, step))
     return Score.ok(v, **_meta(o, step))
 
 

@@ -28,6 +28,7 @@ class Score:
     judge_model: str | None = None
     prompt_id: str | None = None
     prompt_version: str | None = None
+    judge_call: str | None = None  # call_key of the judge call behind the value (judge_calls table)
 
     @staticmethod
     def ok(value: float, source: str | None = None, reason: str | None = None, model: str | None = None,

@@ -1,0 +1,57 @@
+"""The deployments: every entrypoint of prefect.yaml imports, its parameters validate against the
+flow's signature, its schedule parses, and serve.py builds the same deployments."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+SPEC = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
+
+
+def _flow(entrypoint: str):
+    path, name = entrypoint.split(":")
+    module_spec = importlib.util.spec_from_file_location(f"entry_{name}", ROOT / path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, str(ROOT))
+    module_spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+@pytest.mark.parametrize("deployment", SPEC["deployments"], ids=[d["name"] for d in SPEC["deployments"]])
+def test_every_deployment_imports_and_its_parameters_validate(deployment) -> None:
+    from prefect.flows import Flow
+
+    flow = _flow(deployment["entrypoint"])
+    assert isinstance(flow, Flow)
+    validated = flow.validate_parameters(deployment.get("parameters", {}))
+    assert set(validated) >= set(deployment.get("parameters", {}))
+    with pytest.raises(Exception):  # a parameter the flow does not take is refused
+        flow.validate_parameters({**deployment.get("parameters", {}), "not_a_parameter": 1})
+    for schedule in deployment.get("schedules", []):
+        from prefect.client.schemas.schedules import CronSchedule
+
+        CronSchedule(cron=schedule["cron"], timezone=schedule.get("timezone"))
+
+
+def test_the_nightly_evaluate_and_the_on_demand_rescore_exist() -> None:
+    entrypoints = {d["name"]: d["entrypoint"] for d in SPEC["deployments"]}
+    assert entrypoints == {"nightly": "flows/evaluate.py:evaluate", "rescore": "flows/rescore.py:rescore"}
+    nightly = next(d for d in SPEC["deployments"] if d["name"] == "nightly")
+    assert nightly["schedules"][0]["cron"] == "0 2 * * *"
+
+
+def test_serve_builds_the_same_deployments() -> None:
+    spec = importlib.util.spec_from_file_location("serve", ROOT / "deployments" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    built = serve.deployments()
+    assert [d.name for d in built] == [d["name"] for d in SPEC["deployments"]]
+    nightly = built[0]
+    assert nightly.parameters == SPEC["deployments"][0]["parameters"]
+    assert nightly.schedules and nightly.schedules[0].schedule.cron == "0 2 * * *"
