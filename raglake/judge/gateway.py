@@ -48,6 +48,7 @@ class _Attempt:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: int = 0
+    requests: int = 0
     error: str | None = None
 
 
@@ -61,6 +62,13 @@ class GatewayStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     statuses: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: GatewayStats) -> None:
+        """Fold another gateway's figures (the spot-check judge's) into these."""
+        for name in ("calls", "ledger_hits", "skipped_budget", "retries", "prompt_tokens", "completion_tokens", "cost_usd"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for status, n in other.statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + n
 
 
 def parse_json(text: str | None) -> tuple[Any, str | None]:
@@ -124,6 +132,9 @@ class JudgeGateway:
         max_tokens, truncated_retry, repaired = params["max_tokens"], False, False
         conversation = list(messages)
         async with self._slots:
+            if not self.budget.admit():  # checked again here: the budget may have run out while we waited
+                self.stats.skipped_budget += 1
+                return JudgeResult("skipped", reason="budget", **meta)
             t0 = time.perf_counter()  # the call's own time, not its wait for a slot
             reply = await self._request(prompt, conversation, max_tokens, usage)
             if reply.error is None and reply.finish_reason == "length":  # cut off: once more, with room
@@ -175,13 +186,17 @@ class JudgeGateway:
         while True:
             attempt += 1
             await self.limiter.wait(sum(len(m["content"]) for m in messages) // 4 + max_tokens)
-            self.budget.count_call()
+            if usage.requests:  # the first request was counted when the call was admitted
+                self.budget.count_call()
+            usage.requests += 1
             self.stats.calls += 1
             wait: float | None = None
             try:
-                response = await self.client.chat.completions.create(
-                    model=self.config.model, messages=messages, temperature=0, seed=self.config.seed,
-                    max_tokens=max_tokens, **self._format(prompt))
+                # the client's low-level post: its errors, timeouts and auth, without the SDK's per-call
+                # transform of the request and its pydantic model of the reply (most of its CPU per call)
+                response = await self.client.post("/chat/completions", cast_to=dict, body={
+                    "model": self.config.model, "messages": messages, "temperature": 0, "seed": self.config.seed,
+                    "max_tokens": max_tokens, **self._format(prompt)})
             except openai.APIStatusError as e:
                 if self.format_mode != "none" and "response_format" in str(e).lower():
                     # the server refuses this structured-output form (some answer 400, llama.cpp 500): step down
@@ -196,13 +211,7 @@ class JudgeGateway:
             except openai.APIConnectionError as e:
                 error, retryable = f"connection error: {e}", True
             else:
-                choice = response.choices[0] if response.choices else None
-                if response.usage:
-                    usage.prompt_tokens += response.usage.prompt_tokens or 0
-                    usage.completion_tokens += response.usage.completion_tokens or 0
-                if choice is None:
-                    return _Attempt(error="the reply has no choices")
-                return _Attempt(text=choice.message.content, finish_reason=choice.finish_reason)
+                return _reply(response, usage)
             if not retryable or attempt > self.config.max_retries:
                 return _Attempt(error=f"{error} (after {attempt} attempt(s))")
             usage.retries += 1
@@ -219,6 +228,20 @@ class JudgeGateway:
         if self.format_mode == "json_object":
             return {"response_format": {"type": "json_object"}}
         return {}
+
+
+def _reply(response: Any, usage: _Attempt) -> _Attempt:
+    """The text and finish reason of a chat completion (a JSON object), its token usage added to `usage`."""
+    if not isinstance(response, dict):
+        return _Attempt(error=f"the reply is not a JSON object: {str(response)[:200]}")
+    counts = response.get("usage") or {}
+    usage.prompt_tokens += int(counts.get("prompt_tokens") or 0)
+    usage.completion_tokens += int(counts.get("completion_tokens") or 0)
+    choices = response.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        return _Attempt(error="the reply has no choices")
+    message = choices[0].get("message") or {}
+    return _Attempt(text=message.get("content"), finish_reason=choices[0].get("finish_reason"))
 
 
 def _retry_after(response: Any) -> float | None:

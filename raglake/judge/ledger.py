@@ -49,6 +49,11 @@ class JudgeLedger:
             self._known = {key: LedgerHit(status, response) for key, status, response in rows}
         return self._known
 
+    def preload(self) -> int:
+        """Read the reusable calls of the lake now (once per run; otherwise the first lookup does it)."""
+        with self._lock:
+            return len(self._load())
+
     def lookup(self, key: str) -> LedgerHit | None:
         with self._lock:
             return self._load().get(key)

@@ -56,12 +56,9 @@ class Prompt(BaseModel):
 
     @model_validator(mode="after")
     def _placeholders(self) -> Prompt:
-        declared = {v.name for v in self.variables}
-        used = set(_PLACEHOLDER.findall(self.system)) | set(_PLACEHOLDER.findall(self.user))
-        if used - declared:
-            raise ValueError(f"template uses undeclared variable(s) {sorted(used - declared)}")
-        if declared - used:
-            raise ValueError(f"declared variable(s) {sorted(declared - used)} never used in the templates")
+        problem = placeholder_problem({v.name for v in self.variables}, {"system": self.system, "user": self.user})
+        if problem is not None:
+            raise ValueError(problem[1])
         return self
 
     @property
@@ -95,6 +92,19 @@ class Prompt(BaseModel):
         return f"{where}: {e.message}"
 
 
+def placeholder_problem(declared: set[str], templates: dict[str, str]) -> tuple[str, str] | None:
+    """(field, message) when a template uses an undeclared variable or a declared one goes unused."""
+    used: set[str] = set()
+    for name, template in templates.items():
+        found = set(_PLACEHOLDER.findall(template))
+        if found - declared:
+            return name, f"template {name} uses undeclared variable(s) {sorted(found - declared)}"
+        used |= found
+    if declared - used:
+        return "variables", f"declared variable(s) {sorted(declared - used)} never used in the templates"
+    return None
+
+
 def fence(name: str, value: str) -> str:
     """Text as data: inside <data> tags, with any tag that could close the fence neutralised."""
     safe = re.sub(r"</?\s*data\b", lambda m: m.group(0).replace("<", "‹"), value, flags=re.IGNORECASE)
@@ -114,6 +124,12 @@ def load_prompt_file(path: Path) -> Prompt:
     if not isinstance(data, dict):
         raise InputError(str(path), 1, None, "a prompt file is a mapping")
     keys = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+    raw_vars, templates = data.get("variables"), {k: data.get(k) for k in ("system", "user")}
+    if isinstance(raw_vars, list) and all(isinstance(v, dict) for v in raw_vars) and all(
+            isinstance(t, str) for t in templates.values()):  # so placeholder problems name their field and line
+        problem = placeholder_problem({str(v.get("name")) for v in raw_vars}, templates)
+        if problem is not None:
+            raise InputError(str(path), keys.get(problem[0]), problem[0], problem[1])
     prompt = validate_record(Record(1, data, keys), Prompt, path)
     if prompt.id != path.stem:
         raise InputError(str(path), keys.get("id"), "id", f"prompt id {prompt.id!r} must match the file name {path.stem!r}")

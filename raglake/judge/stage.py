@@ -117,6 +117,7 @@ def judge_batch(
             for (cid, step, _), o in zip(again, await _run_steps(Judge(second, encoder), again)):
                 if o.status == "ok":
                     batch.spot_pairs.append((cid, step, disagree(step, batch.outcomes[cid][step], o)))
+            batch.stats.add(second.stats)  # run figures count every request, the spot-check's included
         return batch
 
     try:

@@ -118,6 +118,7 @@ def wp_recall(ctx: CaseContext) -> Score:
 
 
 _SEVERITY = ("judge_error", "parse_error", "skipped")
+_RUN_LEVEL_REASONS = ("no_judge",)
 
 
 def weighted(parts: dict[str, Score], weights: dict[str, float], view: dict[str, Callable[[float], float]]) -> Score:
@@ -128,7 +129,9 @@ def weighted(parts: dict[str, Score], weights: dict[str, float], view: dict[str,
     for status in _SEVERITY:
         failed = [(k, s) for k, s in weighted_parts.items() if s.status == status]
         if failed:
-            return Score.failed(status, f"{failed[0][0]}: {failed[0][1].reason}")
+            reason = failed[0][1].reason
+            # no judge configured is run-wide: the bare reason groups in SQL; others name the component
+            return Score.failed(status, reason if reason in _RUN_LEVEL_REASONS else f"{failed[0][0]}: {reason}")
     usable = {k: s for k, s in weighted_parts.items() if s.status == "ok"}
     if not usable:
         return Score.undefined("no_components")
