@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
-
-import sys
 
 # wide enough for breakdown tables when the output is a pipe or a CI log
 console = Console() if sys.stdout.isatty() else Console(width=160)

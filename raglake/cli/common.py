@@ -1,0 +1,94 @@
+"""What the commands share: the Typer app, common options, summaries and comparisons."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Annotated, Optional
+
+import typer
+
+from raglake.analysis import LakeQueries
+from raglake.cli import render
+from raglake.metrics.registry import all_metrics
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="The `raglake` command line: run evaluations and ask the lake questions.",
+                  pretty_exceptions_enable=False)
+
+LakeOpt = Annotated[Optional[str], typer.Option("--lake", help="Lake root (default $RAGLAKE_LAKE or data/lake).")]
+HEADLINE_FAMILIES = ("retrieval", "abstention", "embedding")
+
+
+MAX_SLICE_ROWS = 20
+
+
+def _split(values: Optional[list[str]]) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def _headline(rows: list[dict], chosen: list[str]) -> list[str]:
+    if chosen:
+        return chosen
+    seen = {r["metric"]: r for r in rows if r["n"]}
+    return [m.name for m in all_metrics(level="case") if m.name in seen and m.family in HEADLINE_FAMILIES]
+
+
+def registry_order(rows: list[dict]) -> list[dict]:
+    """Rows in the registry's order (family, then as registered), stable within equal metrics."""
+    order = {m.name: i for i, m in enumerate(all_metrics())}
+    return sorted(rows, key=lambda r: order.get(r["metric"], len(order)))
+
+
+@contextlib.contextmanager
+def _judge_endpoint(judge: str | None, remote: dict | None, settings: dict) -> Iterator[dict | None]:
+    """The judge settings for the flow: a remote endpoint as given, or the local server for the run."""
+    if judge != "local":
+        yield remote
+        return
+    from raglake.judge.local import LOCAL_MODEL, local_judge_server
+
+    render.console.print("starting the local judge (llama.cpp, SmolLM2-135M: weak, for a fully offline pipeline) …")
+    with local_judge_server() as base_url:
+        # llama.cpp's server answers one request at a time on this CPU: queueing more only times them out
+        yield dict(settings, base_url=base_url, model=LOCAL_MODEL, label="local", concurrency=1,
+                   timeout_s=max(settings["timeout_s"], 600.0))
+
+
+NO_JUDGE_HINT = ("{n} judge metric value(s) were skipped: no judge is configured. Configure one with "
+                 "--judge-base-url URL --judge-model NAME (the key is read from $OPENAI_API_KEY, or the variable "
+                 "named by --judge-api-key-env), or use --judge local for the bundled offline model.")
+
+
+def print_run_summary(q: LakeQueries, run_id: str) -> None:
+    rows = registry_order([r for r in q.breakdown([run_id], "all") if r["n_rows"]])
+    render.console.print(render.summary_table(rows, f"run {run_id} · {q.target_name(run_id)}"))
+    no_judge = sum(r["n_skipped"] for r in rows if r["family"] == "judge" and r["main_reason"] == "no_judge")
+    if no_judge:
+        render.console.print(NO_JUDGE_HINT.format(n=no_judge))
+    budget = sum(r["n_skipped"] for r in rows if r["main_reason"] == "budget")
+    if budget:
+        render.console.print(f"[yellow]{budget} judge metric value(s) were skipped: the judge budget ran out.[/]")
+    figures = [f for f in q.figures([run_id]) if f["metric"] != "stage_seconds"]
+    if figures:
+        render.console.print(render.figures_table(figures, "run-level figures"))
+
+
+def print_comparison(q: LakeQueries, run_a: str, run_b: str, *, by: str = "all", only_changes: bool = False,
+                     n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    rows = registry_order(q.compare(run_a, run_b, n_boot=n_boot, seed=seed))
+    name_a, name_b = q.target_name(run_a), q.target_name(run_b)
+    versions = q.index_versions([run_a, run_b])
+    if versions.get(run_a) != versions.get(run_b) and any(versions.values()):
+        render.console.print(f"[yellow]note:[/] the index changed between the runs (index_version "
+                             f"{versions.get(run_a) or '–'} → {versions.get(run_b) or '–'}); see `raglake coverage`")
+    shown = [r for r in rows if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])]
+    title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
+    render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
+    flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
+    if by == "all" and flagged:
+        flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"])))
+        title = f"slices where the difference is real (95% CI excludes 0): {len(flagged)}"
+        if len(flagged) > MAX_SLICE_ROWS:
+            title += f", the {MAX_SLICE_ROWS} largest shown (all: raglake compare {run_a} {run_b} --by any --changes)"
+        render.console.print(render.comparison_table(flagged[:MAX_SLICE_ROWS], f"A: {name_a}", f"B: {name_b}", title))
+    return rows
