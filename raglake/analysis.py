@@ -46,6 +46,13 @@ def latest_per_target(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in fetch(con, "SELECT run_id FROM run_order WHERE newest_rank_in_target = 1 ORDER BY target")]
 
 
+def _check_bootstrap(n_boot: int, alpha: float) -> None:
+    if n_boot < 100:
+        raise ConfigError(f"n_boot must be at least 100 for a 95% interval, got {n_boot}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must lie between 0 and 1, got {alpha}")
+
+
 class LakeQueries:
     """One DuckDB connection over one lake, and the project's questions as methods."""
 
@@ -72,12 +79,16 @@ class LakeQueries:
         self, run_a: str, run_b: str, *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05, min_pairs: int = 5
     ) -> list[dict[str, Any]]:
         """Run B against run A for every metric and slice; see sql/compare_runs.sql."""
-        if n_boot < 100:
-            raise ConfigError(f"n_boot must be at least 100 for a 95% interval, got {n_boot}")
-        if not 0 < alpha < 1:
-            raise ConfigError(f"alpha must lie between 0 and 1, got {alpha}")
+        _check_bootstrap(n_boot, alpha)
         return run_query(self.con, "compare_runs", run_a=run_a, run_b=run_b, n_boot=n_boot, seed=seed,
                          alpha=alpha, min_pairs=min_pairs).to_pylist()
+
+    def metric_ci(self, run_id: str, by: str = "all", *, n_boot: int = 1000, seed: int = 0,
+                  alpha: float = 0.05) -> list[dict[str, Any]]:
+        """n, mean and a bootstrap CI of every case-level metric of one run by slice; see sql/metric_ci.sql."""
+        _check_bootstrap(n_boot, alpha)
+        by = by if by == "any" else check_dimension(by)
+        return run_query(self.con, "metric_ci", run_id=run_id, by=by, n_boot=n_boot, seed=seed, alpha=alpha).to_pylist()
 
     def trend(self, metric: str | None = None, target: str | None = None, dataset: str | None = None,
               by: str = "all") -> list[dict[str, Any]]:

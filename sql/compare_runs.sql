@@ -37,27 +37,9 @@ indexed AS (
     FROM pairs
 ),
 
-sizes AS (
-    SELECT DISTINCT n FROM indexed
-),
-
--- resample indexes depend only on the group size, so they are drawn once per size and shared
-draws AS (
-    SELECT
-        sizes.n,
-        reps.r,
-        -- hash one string: DuckDB's multi-argument hash() mixes small integers so poorly that
-        -- its low bits repeat across resamples
-        hash(concat_ws(':', $seed, sizes.n, reps.r, pick.j)) % sizes.n AS i
-    FROM sizes
-    CROSS JOIN range($n_boot) AS reps (r)
-    CROSS JOIN LATERAL range(sizes.n) AS pick (j)
-),
-
+-- resample indexes depend only on the group size: drawn once per size (sql/views/05_resample_counts.sql)
 draw_counts AS (
-    SELECT n, r, i, count(*) AS times
-    FROM draws
-    GROUP BY ALL
+    SELECT * FROM resample_counts((SELECT list(DISTINCT n) FROM indexed), $n_boot, $seed)
 ),
 
 replicates AS (
