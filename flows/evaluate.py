@@ -5,24 +5,25 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from pathlib import Path
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from raglake import progress
 from raglake.analysis import LakeQueries
 from raglake.embed.texts import collect_texts
-from raglake.lake.store import Lake
 from raglake.judge.stage import spot_cases, wanted_steps
+from raglake.lake.store import Lake
 from raglake.metrics.registry import metric_versions
-from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run
+from raglake.runners import RunnerSpec
+from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run, result_storage
 from raglake.runsteps import JudgeSummary, finish_run
 from raglake.scoring import ScoredBatch
 from tasks.capture import capture_batch
 from tasks.embed import embed_texts
 from tasks.judge import judge_cases
 from tasks.land import land
-from tasks.score import score_cases
+from tasks.score import map_scoring, score_cases
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=4))
@@ -41,19 +42,23 @@ def evaluate(
     scoring: dict | None = None,
     judge: dict | None = None,
     spot_check: dict | None = None,
+    runner: str = "thread",
 ) -> str:
-    """Evaluate one target on one golden set and land the run; returns the run id."""
+    """Evaluate one target on one golden set and land the run; returns the run id.
+
+    `runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.runners)."""
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(golden=golden, target=target, lake=lake, k=k, run_id=run_id, labels=labels, metrics=metrics,
                     require_snippets=require_snippets, batch_size=batch_size, results=results,
                     embedder=embedder, scoring=scoring, judge=judge, spot_check=spot_check)
-    storage = Path(plan.results_dir)
+    storage = result_storage(plan.results_dir)
     batches = plan.batches()
     log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
              plan.golden.name, len(batches), plan.target.spec)
 
     journal = journal_path(plan.lake, plan.run_id)
+    progress.start("captures", len(plan.golden.cases), "cases")
     captured = capture_batch.with_options(result_storage=storage).map(
         unmapped(plan.target), batches, unmapped(plan.run_id), unmapped(journal)
     )
@@ -75,13 +80,15 @@ def evaluate(
             plan.spot_check, spot_cases([c.id for c in plan.golden.cases], plan.spot_share, plan.spot_min)))
     t_judged = time.perf_counter()
 
-    scored_futures = score_cases.with_options(result_storage=storage).map(
-        batches, per_batch, unmapped(versions), unmapped(plan.config), unmapped(plan.target.known_docs()),
-        unmapped(embedding), [judged.for_cases([c.id for c in b]) if judged else None for b in batches],
-    )
     scored = ScoredBatch()
-    for part in scored_futures.result():
+    progress.start("scoring", len(plan.golden.cases), "cases")
+    for part in map_scoring(RunnerSpec.parse(runner), score_cases.with_options(result_storage=storage), dict(
+        cases=batches, captures=per_batch, versions=unmapped(versions), config=unmapped(plan.config),
+        known_docs=unmapped(plan.target.known_docs()), embedding=unmapped(embedding),
+        judge=[judged.for_cases([c.id for c in b]) if judged else None for b in batches],
+    )):
         scored.extend(part)
+        progress.advance("scoring", len(part.scores["case_id"]) and len(set(part.scores["case_id"])))
     t_scored = time.perf_counter()
 
     record, run_values, coverage = finish_run(

@@ -5,7 +5,6 @@ rows under a new scoring id (scores_latest shows them; the old rows stay)."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -17,7 +16,7 @@ from raglake.embed.texts import collect_texts
 from raglake.lake.store import Lake
 from raglake.metrics.registry import get_metric, metric_versions, select_metrics
 from raglake.rescore import Decision, land_scores, load_stored_run, new_scoring_id, plan_rescore, select_runs, summarize
-from raglake.runplan import _judges, results_dir
+from raglake.runplan import _judges, result_storage, results_dir
 from raglake.runsteps import JudgeSummary
 from raglake.scoring import ScoredBatch
 from tasks.embed import embed_texts
@@ -78,7 +77,7 @@ def _rescore_run(q: LakeQueries, stored, todo, embedder: str | None, judge_confi
         judged = JudgeSummary.of(judge_cases(stored.cases, stored.captures, versions, stored.config, judge_config,
                                              q.lake.url, stored.run_id, embedding))
     batches = [pairs[i : i + batch_size] for i in range(0, len(pairs), batch_size)]
-    storage = Path(results_dir(q.lake))
+    storage = result_storage(results_dir(q.lake))
     futures = score_cases.with_options(result_storage=storage).map(
         [[c for c, _ in b] for b in batches], [[cap for _, cap in b] for b in batches], unmapped(versions),
         unmapped(stored.config), unmapped(stored.known_docs), unmapped(embedding),

@@ -16,6 +16,7 @@ from typing import Any
 
 from raglake import __version__
 from raglake.anchors import ANCHOR_RULE_VERSION
+from raglake.embed.bertscore import BERTSCORE_VERSION
 from raglake.errors import ConfigError
 from raglake.golden import GoldenSet, load_golden, load_labels
 from raglake.lake.landing import RunRecord, is_committed
@@ -23,10 +24,9 @@ from raglake.lake.store import Lake
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions, select_metrics
 from raglake.metrics.rules import RULES_VERSION
-from raglake.text.sentences import SPLITTER_VERSION
-from raglake.embed.bertscore import BERTSCORE_VERSION
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target, make_target
+from raglake.text.sentences import SPLITTER_VERSION
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,6 +135,20 @@ def code_version() -> str:
 
 def new_run_id(started_at: dt.datetime, target_name: str) -> str:
     return f"r-{started_at:%Y%m%d-%H%M%S}-{target_name}-{uuid.uuid4().hex[:6]}"
+
+
+def result_storage(results: str) -> Any:
+    """Prefect's result storage for a results location: a local folder, or any fsspec URL
+    (s3://bucket/results, gs://…, memory://…) through Prefect's RemoteFileSystem."""
+    if "://" in results and not results.startswith("file://"):
+        from prefect.filesystems import RemoteFileSystem
+
+        # Prefect wants remote result storage saved as a block: one per location, named by its hash
+        basepath = results.rstrip("/")
+        block = RemoteFileSystem(basepath=basepath)
+        block.save(f"raglake-results-{hashlib.sha256(basepath.encode()).hexdigest()[:12]}", overwrite=True)
+        return block
+    return Path(results.removeprefix("file://"))
 
 
 def results_dir(lake: Lake, explicit: str | None = None) -> str:

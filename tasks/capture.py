@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from prefect import task
 
+from raglake import progress
 from raglake.runplan import capture_key
-from raglake.targets.journal import CaptureJournal
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target
+from raglake.targets.journal import CaptureJournal
 
 
 @task(
@@ -19,4 +20,7 @@ from raglake.targets import Target
 )
 def capture_batch(target: Target, cases: list[GoldenCase], run_id: str, journal: str | None = None) -> list[Capture]:
     """A live target journals each capture, so a retry or a resumed run asks only what is missing."""
-    return target.capture(cases, CaptureJournal(journal) if journal and not target.deterministic else None)
+    captures = target.capture(cases, CaptureJournal(journal) if journal and not target.deterministic else None)
+    if target.deterministic:  # a live target reports each case as it arrives
+        progress.advance("captures", len(captures))
+    return captures

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import Any
 
 from prefect import task
@@ -9,6 +12,7 @@ from prefect import task
 from raglake.embed.prepare import EmbeddingSpec
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.runners import RunnerSpec
 from raglake.runplan import score_key
 from raglake.schemas import Capture, GoldenCase
 from raglake.scoring import ScoredBatch, score_batch
@@ -35,3 +39,37 @@ def score_cases(
     idf = embedding.idf if embedding is not None else None
     return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf,
                        judge=judge)
+
+
+def map_scoring(runner: RunnerSpec, task: Any, parameters: dict[str, Any]) -> list[ScoredBatch]:
+    """Run `task` mapped over `parameters` on the flow's thread pool, or on Dask (prefect-dask): a
+    LocalCluster of `runner.workers` processes, or the scheduler at `runner.address`."""
+    if runner.kind == "thread":
+        return list(task.map(**parameters).result())
+    from prefect_dask import DaskTaskRunner
+
+    if runner.address:
+        dask = DaskTaskRunner(address=runner.address)
+    else:
+        dask = DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1,
+                                              "processes": True, "dashboard_address": None})
+    with _shared_api_url(), dask:
+        return [future.result() for future in dask.map(task, parameters)]
+
+
+@contextlib.contextmanager
+def _shared_api_url() -> Iterator[None]:
+    """Worker processes started now report to this flow's Prefect API (the ephemeral server included)
+    instead of each starting a server of its own."""
+    from prefect import get_client
+
+    if os.environ.get("PREFECT_API_URL"):
+        yield
+        return
+    with get_client(sync_client=True) as client:
+        url = str(client.api_url)
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        yield
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from raglake import progress
 from raglake.analysis import LakeQueries
 from raglake.cli import render
 from raglake.cli.common import (
@@ -20,6 +21,7 @@ from raglake.cli.common import (
 )
 from raglake.errors import ConfigError
 from raglake.lake.store import Lake
+from raglake.runners import RunnerSpec
 
 
 @app.command()
@@ -52,7 +54,9 @@ def run(
     spot_check_base_url: Annotated[Optional[str], typer.Option(help="Its base URL (default: the judge's).")] = None,
     spot_check_share: Annotated[float, typer.Option(help="Share of cases judged again.")] = 0.1,
     spot_check_min: Annotated[int, typer.Option(help="At least this many cases judged again.")] = 10,
+    runner: Annotated[str, typer.Option(help="Where scoring batches run: thread, or dask[:ADDRESS] (prefect-dask; a 2-worker LocalCluster without ADDRESS).")] = "thread",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
     from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
@@ -60,6 +64,7 @@ def run(
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
 
     targets = target or [DEFAULT_TARGET]
+    RunnerSpec.parse(runner)  # a bad --runner fails before any work
     if run_id and len(targets) > 1:
         raise ConfigError("--run-id names one run; give a single --target with it")
     if judge not in (None, "local"):
@@ -83,8 +88,9 @@ def run(
                  model="local") if judge == "local" else None), spot_check=spot, **options)
     from flows.evaluate import evaluate
 
-    with _judge_endpoint(judge, remote, judge_settings) as judge_config:
-        run_ids = [evaluate(target=spec, run_id=run_id, judge=judge_config, spot_check=spot, **options) for spec in targets]
+    with _judge_endpoint(judge, remote, judge_settings) as judge_config, progress.reporting(render.console, not quiet):
+        run_ids = [evaluate(target=spec, run_id=run_id, judge=judge_config, spot_check=spot, runner=runner, **options)
+                   for spec in targets]
     q = LakeQueries(Lake(lake))
     for rid in run_ids:
         print_run_summary(q, rid)
@@ -111,6 +117,7 @@ def rescore(
     judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget in judge calls.")] = None,
     judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget in US dollars.")] = None,
     lake: LakeOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Re-score stored runs with the current registry, without calling the target: unchanged work is
     kept (a cache hit), changed metrics get new rows under a new scoring id."""
@@ -150,7 +157,8 @@ def rescore(
         return
     from flows.rescore import rescore as rescore_flow
 
-    report = rescore_flow(run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder, judge=judge)
+    with progress.reporting(render.console, not quiet):
+        report = rescore_flow(run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder, judge=judge)
     for run_id, r in report["runs"].items():
         render.console.print(f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), "
                              f"kept {r['keep']} unchanged")

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from raglake import progress
 from raglake.embed.model import Embedder
+
+_PROGRESS_SLICE = 1024  # texts per encode call while a progress bar is shown
 
 
 def default_cache_root(lake_url: str) -> Path:
@@ -86,6 +89,20 @@ class TextEncoder:
         self.embedder, self.cache = embedder, cache
         self.stats = EncodeStats()
 
+    def _encode_reporting(self, texts: list[str]) -> np.ndarray:
+        """The embedder's encode; with a progress display, in slices so the bar moves."""
+        if not progress.active() or len(texts) <= _PROGRESS_SLICE:
+            progress.start("encoding", len(texts), "texts")
+            vectors = self.embedder.encode(texts)
+            progress.advance("encoding", len(texts))
+            return vectors
+        progress.start("encoding", len(texts), "texts")
+        parts = []
+        for start in range(0, len(texts), _PROGRESS_SLICE):
+            parts.append(self.embedder.encode(texts[start:start + _PROGRESS_SLICE]))
+            progress.advance("encoding", len(parts[-1]))
+        return np.concatenate(parts)
+
     def encode(self, texts: Sequence[str], caller: str = "") -> np.ndarray:
         """Vectors aligned with `texts` (duplicates share one encoding)."""
         import time
@@ -96,7 +113,7 @@ class TextEncoder:
         missing = [k for k in distinct if k not in found]
         if missing:
             t0 = time.perf_counter()
-            fresh = self.embedder.encode([distinct[k] for k in missing])
+            fresh = self._encode_reporting([distinct[k] for k in missing])
             self.stats.seconds_encoding += time.perf_counter() - t0
             found.update(zip(missing, fresh))
             if self.cache:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raglake import progress
 from raglake.judge.budget import Budget
 from raglake.judge.config import JudgeConfig
 from raglake.judge.gateway import GatewayStats, JudgeGateway
@@ -80,8 +81,15 @@ class JudgedBatch:
     spot_pairs: list[tuple[str, str, bool]] = field(default_factory=list)  # (case id, step, disagree)
 
 
-async def _run_steps(judge: Judge, work: list[tuple[str, str, CaseView]]) -> list[StepOutcome]:
-    return list(await asyncio.gather(*(STEPS[step](judge, view) for _, step, view in work)))
+async def _run_steps(judge: Judge, work: list[tuple[str, str, CaseView]], stage: str = "judge") -> list[StepOutcome]:
+    progress.start(stage, len(work), "steps")
+
+    async def one(step: str, view: CaseView) -> StepOutcome:
+        outcome = await STEPS[step](judge, view)
+        progress.advance(stage)
+        return outcome
+
+    return list(await asyncio.gather(*(one(step, view) for _, step, view in work)))
 
 
 def judge_batch(
@@ -114,7 +122,7 @@ def judge_batch(
             again = [(cid, step, view) for cid, step, view in work
                      if cid in spot_ids and step in SPOT_CHECK_STEPS and batch.outcomes[cid][step].status == "ok"]
             second = JudgeGateway(spot_check, ledger, budget)
-            for (cid, step, _), o in zip(again, await _run_steps(Judge(second, encoder), again)):
+            for (cid, step, _), o in zip(again, await _run_steps(Judge(second, encoder), again, "spot-check")):
                 if o.status == "ok":
                     batch.spot_pairs.append((cid, step, disagree(step, batch.outcomes[cid][step], o)))
             batch.stats.add(second.stats)  # run figures count every request, the spot-check's included

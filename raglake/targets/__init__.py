@@ -9,6 +9,7 @@ from raglake.lake.store import Lake
 from raglake.targets.base import Target
 from raglake.targets.replay import ReplayFile, ReplayRun
 
+
 def _builtin(arg: str, lake: Lake, embedder: str | None) -> Target:
     from raglake.targets.builtin import BuiltinTarget  # loads torch lazily, only when asked for
 

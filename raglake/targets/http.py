@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from raglake import progress
 from raglake.builtin.index import IndexManifest
 from raglake.errors import ConfigError
 from raglake.golden import GoldenSet
@@ -49,6 +50,7 @@ class HttpTarget:
 
     def capture(self, cases: list[GoldenCase], journal: CaptureJournal | None = None) -> list[Capture]:
         done = journal.completed(cases) if journal else {}
+        progress.advance("captures", len(done))  # journalled earlier: not asked again
         todo = [c for c in cases if c.id not in done]
         fresh = asyncio.run(capture_all(self.config, todo, self.k, journal.append if journal else None)) if todo else []
         by_id = {**done, **{c.case_id: c for c in fresh}}

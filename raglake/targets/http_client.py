@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from raglake import progress
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.http_config import HttpTargetConfig, render_body
 from raglake.targets.jsonpath import MISSING, get_path
@@ -135,6 +136,7 @@ async def capture_all(config: HttpTargetConfig, cases: list[GoldenCase], k: int,
                 capture = await fetch_capture(client, config, headers, case, k)
             if on_capture is not None:
                 on_capture(case, capture)
+            progress.advance("captures")
             return capture
 
         return list(await asyncio.gather(*(one(c) for c in cases)))
