@@ -4,9 +4,10 @@ judge (when a judge is configured) → score in batches → land."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 
-from prefect import flow, get_run_logger, unmapped
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from raglake import progress
@@ -100,7 +101,24 @@ def evaluate(
     failed = sum(c.failed for c in captures)
     log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(scored.scores["case_id"]), failed)
     log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
+    publish_summary(plan.lake.url, plan.run_id)
     return plan.run_id
+
+
+@task(name="publish-summary")
+def publish_summary(lake_url: str, run_id: str) -> None:
+    """The run as Prefect artifacts: a markdown summary (against the previous run of the same target
+    and golden set, when there is one) and a table of the headline metrics with n and 95% CIs."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    from raglake.report.artifacts import summary_markdown, summary_table
+
+    q = LakeQueries(Lake(lake_url))
+    key = re.sub(r"[^a-z0-9-]", "-", q.target_name(run_id).lower())[:40].strip("-") or "run"
+    create_markdown_artifact(summary_markdown(q, run_id, q.previous_run(run_id)), key=f"raglake-summary-{key}",
+                             description=f"raglake run {run_id}")
+    create_table_artifact(summary_table(q, run_id), key=f"raglake-headline-{key}",
+                          description=f"headline metrics of run {run_id}: n, mean, 95% CI")
 
 
 def summarize(lake: Lake, run_id: str) -> str:

@@ -16,12 +16,13 @@ from raglake.embed.texts import collect_texts
 from raglake.lake.store import Lake
 from raglake.metrics.registry import get_metric, metric_versions, select_metrics
 from raglake.rescore import Decision, land_scores, load_stored_run, new_scoring_id, plan_rescore, select_runs, summarize
+from raglake.runners import RunnerSpec
 from raglake.runplan import _judges, result_storage, results_dir
 from raglake.runsteps import JudgeSummary
 from raglake.scoring import ScoredBatch
 from tasks.embed import embed_texts
 from tasks.judge import judge_cases
-from tasks.score import score_cases
+from tasks.score import map_scoring, score_cases
 
 
 @task(name="land-scores", retries=2, retry_delay_seconds=[1, 5])
@@ -41,9 +42,12 @@ def rescore(
     judge: dict | None = None,
     batch_size: int = 100,
     dry_run: bool = False,
+    runner: str = "thread",
 ) -> dict:
-    """Re-score runs (ids, a start-date range, or all); returns what was recomputed and kept."""
+    """Re-score runs (ids, a start-date range, or all); returns what was recomputed and kept.
+    `runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.runners)."""
     log = get_run_logger()
+    runner_spec = RunnerSpec.parse(runner)
     q = LakeQueries(Lake(lake))
     runs = select_runs(q, run_ids, since, until, all_runs)
     chosen = select_metrics(metrics)
@@ -59,11 +63,12 @@ def rescore(
         log.info("run %s: recompute %d metric(s), keep %d", run_id, len(todo), len(decisions) - len(todo))
         if dry_run or not todo:
             continue
-        report["runs"][run_id]["rows"] = _rescore_run(q, stored, todo, name, judge_config, batch_size)
+        report["runs"][run_id]["rows"] = _rescore_run(q, stored, todo, name, judge_config, batch_size, runner_spec)
     return report
 
 
-def _rescore_run(q: LakeQueries, stored, todo, embedder: str | None, judge_config, batch_size: int) -> int:
+def _rescore_run(q: LakeQueries, stored, todo, embedder: str | None, judge_config, batch_size: int,
+                 runner: RunnerSpec) -> int:
     """Embed, judge and score what changed for one run, then land it under a new scoring id."""
     pairs = list(zip(stored.cases, stored.captures))
     embedding = None
@@ -78,13 +83,13 @@ def _rescore_run(q: LakeQueries, stored, todo, embedder: str | None, judge_confi
                                              q.lake.url, stored.run_id, embedding))
     batches = [pairs[i : i + batch_size] for i in range(0, len(pairs), batch_size)]
     storage = result_storage(results_dir(q.lake))
-    futures = score_cases.with_options(result_storage=storage).map(
-        [[c for c, _ in b] for b in batches], [[cap for _, cap in b] for b in batches], unmapped(versions),
-        unmapped(stored.config), unmapped(stored.known_docs), unmapped(embedding),
-        [judged.for_cases([c.id for c, _ in b]) if judged else None for b in batches],
-    )
+    parts = map_scoring(runner, score_cases.with_options(result_storage=storage), dict(
+        cases=[[c for c, _ in b] for b in batches], captures=[[cap for _, cap in b] for b in batches],
+        versions=unmapped(versions), config=unmapped(stored.config), known_docs=unmapped(stored.known_docs),
+        embedding=unmapped(embedding), judge=[judged.for_cases([c.id for c, _ in b]) if judged else None for b in batches],
+    ))
     scored = ScoredBatch()
-    for part in futures.result():
+    for part in parts:
         scored.extend(part)
     return land_rescored(q.lake.url, stored.run_id, scored, new_scoring_id(stored.run_id, list(versions)))
 

@@ -151,15 +151,17 @@ def estimate_judge_calls(stored: StoredRun, todo: list[Metric], judge_config: An
     """How many judge calls re-scoring `todo` needs: calls per (case, step), and how many of the
     first prompts of those steps are already in the ledger (free). A second prompt (claims →
     verification) depends on the first answer, so it is counted as needed."""
-    from raglake.judge.ledger import call_key
+    from raglake.judge.ledger import JudgeLedger, call_key
     from raglake.judge.prompts import get_prompt
-    from raglake.judge.stage import shared, steps_for, wanted_steps
+    from raglake.judge.stage import steps_for, wanted_steps
     from raglake.judge.steps import STEPS, CaseView
+    from raglake.lake.store import Lake
     from raglake.metrics.context import CaseContext
 
     if judge_config is None:
         return {"calls": 0, "in_ledger": 0}
-    ledger, _ = shared(judge_config, lake_url, None)
+    # the lake's ledger as it is now (not the process-wide one a run judges with, which may predate calls since)
+    ledger = JudgeLedger(Lake(lake_url))
     wanted = wanted_steps(todo)
     calls = in_ledger = 0
     for case, capture in zip(stored.cases, stored.captures):

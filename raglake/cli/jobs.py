@@ -55,6 +55,7 @@ def run(
     spot_check_share: Annotated[float, typer.Option(help="Share of cases judged again.")] = 0.1,
     spot_check_min: Annotated[int, typer.Option(help="At least this many cases judged again.")] = 10,
     runner: Annotated[str, typer.Option(help="Where scoring batches run: thread, or dask[:ADDRESS] (prefect-dask; a 2-worker LocalCluster without ADDRESS).")] = "thread",
+    results: Annotated[Optional[str], typer.Option(help="Prefect's task-result store: a folder or an fsspec URL (default $RAGLAKE_RESULTS or <lake>/_results).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
@@ -80,6 +81,7 @@ def run(
             "minimum": spot_check_min} if spot_check_model else None
     options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
                    metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
+                   results=results,
                    embedder=embedder, scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
                                                    bertscore_idf=bertscore_idf))
     remote = dict(judge_settings, base_url=judge_base_url, model=judge_model) if judge_base_url else None
@@ -117,6 +119,7 @@ def rescore(
     judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget in judge calls.")] = None,
     judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget in US dollars.")] = None,
     lake: LakeOpt = None,
+    runner: Annotated[str, typer.Option(help="Where scoring batches run: thread, or dask[:ADDRESS].")] = "thread",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Re-score stored runs with the current registry, without calling the target: unchanged work is
@@ -158,7 +161,8 @@ def rescore(
     from flows.rescore import rescore as rescore_flow
 
     with progress.reporting(render.console, not quiet):
-        report = rescore_flow(run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder, judge=judge)
+        report = rescore_flow(run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder, judge=judge,
+                              runner=str(RunnerSpec.parse(runner)))
     for run_id, r in report["runs"].items():
         render.console.print(f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), "
                              f"kept {r['keep']} unchanged")

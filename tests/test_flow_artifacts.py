@@ -1,0 +1,42 @@
+"""The evaluate flow publishes the run as Prefect artifacts: a markdown summary (against the previous
+run of the same target) and a table of headline metrics with n and 95% CIs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+def latest(key: str) -> dict:
+    """The newest artifact under `key`. Prefect 3.8.8's client sends null for unset filter fields, which its
+    own server refuses (422), so the filter goes out as the server wants it."""
+    from prefect.client.orchestration import get_client
+
+    async def read() -> list[dict]:
+        async with get_client() as client:
+            response = await client._client.post("/artifacts/filter", json={
+                "artifacts": {"key": {"any_": [key]}}, "flow_runs": {}, "task_runs": {}, "limit": 50, "offset": 0,
+                "sort": "CREATED_DESC"})
+            response.raise_for_status()
+            return response.json()
+
+    found = asyncio.run(read())
+    assert found, f"no artifact {key!r}"
+    return max(found, key=lambda a: a["created"])
+
+
+def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
+    from flows.evaluate import evaluate
+
+    lake = str(tmp_path / "lake")
+    for _ in range(2):  # the second run is summarised against the first
+        run_id = evaluate(golden="data/golden/sample.jsonl", target="replay:data/captures/basic_search.jsonl",
+                          lake=lake, metrics=["recall_any_at_k", "mrr_at_k", "abstention_accuracy"])
+    md, table = latest("raglake-summary-basic-search"), latest("raglake-headline-basic-search")
+    assert run_id in md["data"] and "recall_any_at_k" in md["data"] and "Against" in md["data"]
+    rows = json.loads(table["data"]) if isinstance(table["data"], str) else table["data"]
+    by = {r["metric"]: r for r in rows}
+    assert by["recall_any_at_k"]["n"] > 0 and by["recall_any_at_k"]["ci_low"] <= by["recall_any_at_k"]["mean"] <= by["recall_any_at_k"]["ci_high"]
