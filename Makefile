@@ -45,6 +45,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/builtin.py --quick
 	$(BIN)/python benchmarks/capture.py
 	$(BIN)/python benchmarks/judge.py
+	$(BIN)/python benchmarks/lake.py
 
 clean-lake:
 	rm -rf data/lake

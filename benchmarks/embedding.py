@@ -56,537 +56,43 @@ Nothing here asserts on time.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import csv
 import gc
-import io
-import json
 import math
 import os
 import platform
-import pstats
-import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT
+
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from embedding_checks import memory_child, run_memory, run_stsb  # noqa: E402
+from embedding_inputs import build_pairs, load_inputs  # noqa: E402
+from embedding_scoring import (  # noqa: E402
+    BATCH,
+    SENTENCE_METRICS,
+    StageResult,
+    per_case,
+    profile_stage,
+    raglake_stage,
+    raw_encode,
+    seed_scores,
+    seed_texts,
+)
 
 from raglake.embed.cache import EmbeddingCache, TextEncoder  # noqa: E402
 from raglake.embed.model import get_embedder  # noqa: E402
 from raglake.embed.texts import collect_texts  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
-from raglake.schemas import Capture, GoldenCase  # noqa: E402
 from raglake.scoring import ScoredBatch, score_batch  # noqa: E402
-from raglake.text.sentences import split_sentences  # noqa: E402
 
-SENTENCE_METRICS = ("context_relevance", "context_sufficiency", "answer_relevance_emb", "answer_correctness_emb",
-                    "answer_hallucination", "semantic_similarity")
-BERT_METRICS = ("bert_score_f1", "bert_score_precision", "bert_score_recall")
-BATCH = 100  # the flow's default batch_size
 GOAL_RAW = 1.15
 GOAL_SEED = 3.0
-GOAL_MEMORY_GIB = 3.0
-STSB_REFERENCE = 0.82
-GOLDEN = ROOT / "data" / "golden" / "sample.jsonl"
-CORPUS = ROOT / "data" / "corpus"
-STSB = ROOT.parent / "shared" / "metaeval" / "stsb" / "stsb-en-dev.csv"
-
-ABSTAIN = ("I couldn't find that in your notes.", "I don't know; the notes don't say.",
-           "There is nothing about this in the notes I can see.")
-ANSWER_LEADS = ("", "", "", "According to the notes, ", "Yes: ", "From what I can see, ", "In short, ")
-GOLDEN_VARIANTS = ("{q}", "{q}", "Quick question: {ql}", "{q} Please cite the note.", "From my notes: {ql}",
-                   "{qs}, according to my notes?", "Can you check this for me: {ql}")
-REFERENCE_LEADS = ("", "", "", "Yes. ", "The notes say: ", "Per {title}: ", "According to {title}, ")
-TOPIC_TEMPLATES = ("What does my note on {leaf} ({title}) say?", "Is it true that {s}?",
-                   "What was decided about {leaf} in {title}?", "Where do my notes mention that {s}?",
-                   "Can you summarise {leaf} from {title}?", "Do my notes confirm that {s}?",
-                   "What is the latest on {leaf}?", "Remind me: {s}?")
-
-
-# ---- inputs ----------------------------------------------------------------------------------
-
-
-class Chunk:
-    __slots__ = ("rel_path", "heading", "text", "sentences")
-
-    def __init__(self, rel_path: str, heading: tuple[str, ...], text: str):
-        self.rel_path, self.heading, self.text = rel_path, heading, text
-        leaf = heading[-1] if heading else ""
-        self.sentences = [s for s in split_sentences(text) if 25 <= len(s) <= 240 and s != leaf
-                          and not s.startswith("#")]
-
-
-def load_chunks(embedder, n_distinct: int, rng: random.Random) -> tuple[list[Chunk], int]:
-    """The sample corpus cut by raglake's chunker (the texts a builtin target retrieves)."""
-    from raglake.builtin.chunker import ChunkSettings, chunk_note
-
-    chunks: list[Chunk] = []
-    for path in sorted(CORPUS.rglob("*.md")):
-        found, _ = chunk_note(path.relative_to(CORPUS).as_posix(), path.read_text(encoding="utf-8"), ChunkSettings(),
-                              embedder.count_tokens, embedder.max_sequence)
-        chunks.extend(Chunk(c.rel_path, c.heading_path, c.text) for c in found)
-    available = len(chunks)
-    chunks = [c for c in chunks if c.sentences]
-    if len(chunks) > n_distinct:
-        chunks = rng.sample(chunks, n_distinct)
-    return chunks, available
-
-
-def _lower_first(s: str) -> str:
-    return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() else s
-
-
-def _as_clause(sentence: str) -> str:
-    return _lower_first(sentence.rstrip(" .!?:;"))
-
-
-def generate(n: int, n_chunks: int, chunks: list[Chunk], golden: list[dict], seed: int,
-             id_prefix: str = "bench") -> tuple[list[dict], list[dict]]:
-    """Raw golden-case and capture dicts (see the module docstring)."""
-    rng = random.Random(seed)
-    order = chunks[:]
-    rng.shuffle(order)
-    cum, total = [], 0.0
-    for r in range(len(order)):  # a few chunks are retrieved for very many questions
-        total += 1.0 / (r + 1) ** 0.7
-        cum.append(total)
-    by_note: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        by_note.setdefault(c.rel_path, []).append(c)
-    by_anchor = {(c.rel_path, " > ".join(c.heading)): c for c in chunks}
-
-    def popular() -> Chunk:
-        return rng.choices(order, cum_weights=cum)[0]
-
-    cases, captures = [], []
-    seen_questions: set[str] = set()
-    seen_references: set[str | None] = set()
-    for i in range(n):
-        cid = f"{id_prefix}-{i:06d}"
-        case: dict = {"id": cid}
-        if rng.random() < 0.1:  # one of the sample's questions (re-asked, with its reference)
-            g = rng.choice(golden)
-            q = g["question"]
-            case["question"] = rng.choice(GOLDEN_VARIANTS).format(q=q, ql=_lower_first(q), qs=q.rstrip("?"))
-            case["reference_answer"] = g.get("reference_answer")
-            case["answerable"] = g.get("answerable", True)
-            case["gold_supports"] = g.get("gold_supports", [])
-            sup = case["gold_supports"][0] if case["gold_supports"] else None
-            topic = by_anchor.get((sup["rel_path"], sup["heading_path"])) if sup else None
-            topic = topic or popular()
-            ref_sentences = split_sentences(case["reference_answer"] or "") or topic.sentences[:1]
-        else:  # written from a topic chunk (any chunk: questions cover the corpus, hubs are retrieved)
-            for _ in range(12):  # a golden set asks each question once: retry a duplicate
-                topic = rng.choice(chunks)
-                s = rng.choice(topic.sentences)
-                title, leaf = (topic.heading[0], topic.heading[-1]) if topic.heading else ("my notes", "this")
-                question = rng.choice(TOPIC_TEMPLATES).format(leaf=leaf, title=title, s=_as_clause(s))
-                if question not in seen_questions:
-                    break
-            case["question"] = question
-            for _ in range(12):
-                start = rng.randrange(len(topic.sentences))
-                ref_sentences = topic.sentences[start : start + rng.choice((1, 1, 2))]
-                lead = rng.choice(REFERENCE_LEADS).format(title=title)
-                body = " ".join(ref_sentences)
-                reference = lead + (_lower_first(body) if lead.endswith(", ") else body)
-                if reference not in seen_references:
-                    break
-            case["reference_answer"] = reference
-            case["gold_supports"] = [{"rel_path": topic.rel_path, "heading_path": " > ".join(topic.heading),
-                                      "required": True}]
-        seen_questions.add(case["question"])
-        seen_references.add(case["reference_answer"])
-
-        capture: dict = {"case_id": cid, "method": "bench", "status": "ok"}
-        roll = rng.random()
-        if roll < 0.03:
-            capture["answer"], capture["abstained"] = rng.choice(ABSTAIN), True
-        elif roll < 0.04:
-            capture["answer"] = ""
-        else:
-            n_sent = rng.choices((1, 2, 3), weights=(0.45, 0.35, 0.2))[0]
-            first = rng.choice(ref_sentences)
-            parts = [rng.choice(ANSWER_LEADS) + (_lower_first(first) if rng.random() < 0.5 else first)]
-            while len(parts) < n_sent:
-                source = popular() if rng.random() < 0.15 else topic  # now and then an unsupported sentence
-                parts.append(rng.choice(source.sentences))
-            if rng.random() < 0.3:
-                parts[-1] = parts[-1] + " [1]"
-            capture["answer"], capture["abstained"] = " ".join(parts), False
-
-        picked: list[Chunk] = []
-        if rng.random() < 0.85:
-            picked.append(topic)
-        siblings = [c for c in by_note.get(topic.rel_path, []) if c is not topic]
-        while len(picked) < n_chunks:
-            c = rng.choice(siblings) if siblings and rng.random() < 0.4 else popular()
-            if all(c is not p for p in picked):
-                picked.append(c)
-        if picked and picked[0] is topic:  # the topic chunk at rank 1-5
-            picked.insert(min(rng.choice((0, 0, 0, 1, 1, 2, 3, 4)), n_chunks - 1), picked.pop(0))
-        scores = sorted((rng.uniform(0.3, 0.9) for _ in picked), reverse=True)
-        capture["retrieved"] = [{"rank": r + 1, "rel_path": c.rel_path, "heading_path": " > ".join(c.heading),
-                                 "text": c.text, "score": round(s, 4)} for r, (c, s) in enumerate(zip(picked, scores))]
-        cases.append(case)
-        captures.append(capture)
-    return cases, captures
-
-
-def build_pairs(cases: list[dict], captures: list[dict], via_json: bool = False) -> list[tuple[GoldenCase, Capture]]:
-    if via_json:  # each string its own object, as when captures are read back from JSON lines
-        return [(GoldenCase.model_validate_json(json.dumps(c)), Capture.model_validate_json(json.dumps(x)))
-                for c, x in zip(cases, captures)]
-    return [(GoldenCase.model_validate(c), Capture.model_validate(x)) for c, x in zip(cases, captures)]
-
-
-def load_inputs(embedder, n: int, n_chunks: int, seed: int, distinct_chunks: int):
-    rng = random.Random(seed)
-    golden = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()]
-    chunks, available = load_chunks(embedder, distinct_chunks, rng)
-    cases, captures = generate(n, n_chunks, chunks, golden, seed)
-    return cases, captures, golden, chunks, available
-
-
-# ---- the three ways ----------------------------------------------------------------------------
-
-
-def raw_encode(embedder, texts: Sequence[str]) -> tuple[float, float]:
-    """(wall seconds, process CPU seconds) of one raw encode of the texts."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    embedder.model.encode(list(texts), batch_size=64, normalize_embeddings=True)
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
-class StageResult:
-    def __init__(self) -> None:
-        self.collect = self.encode = self.model = self.score = self.cpu = 0.0
-        self.requested = self.distinct = self.encoded = 0
-        self.scored = ScoredBatch()
-
-    @property
-    def total(self) -> float:
-        return self.collect + self.encode + self.score
-
-
-def raglake_stage(pairs, embedder, metrics, config: ScoringConfig, cache_root: str | None) -> StageResult:
-    """What the evaluate flow does after capture: embed_texts (collect + one encode), then score batches."""
-    out = StageResult()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    texts = collect_texts(pairs, config.k)
-    t1 = time.perf_counter()
-    encoder = TextEncoder(embedder, EmbeddingCache(cache_root, embedder.key))
-    encoder.encode(texts, caller="metrics")
-    t2 = time.perf_counter()
-    encoded_before_scoring = encoder.stats.encoded
-    for start in range(0, len(pairs), BATCH):
-        out.scored.extend(score_batch(pairs[start : start + BATCH], metrics, config, encoder=encoder))
-    t3 = time.perf_counter()
-    out.cpu = time.process_time() - c0
-    out.collect, out.encode, out.score = t1 - t0, t2 - t1, t3 - t2
-    out.model = encoder.stats.seconds_encoding
-    out.requested, out.distinct = len(texts), len(texts)
-    out.encoded = encoder.stats.encoded
-    if encoder.stats.encoded != encoded_before_scoring:
-        print(f"WARNING: the scoring batches encoded {encoder.stats.encoded - encoded_before_scoring} more text(s)")
-    return out
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:  # seed 003
-    denom = (np.linalg.norm(a) * np.linalg.norm(b)) + 1e-10
-    return float(np.dot(a, b) / denom)
-
-
-def seed_scores(pairs, model, k: int, theta_s: float = 0.5, theta_h: float = 0.4) -> dict[str, dict[str, float]]:
-    """Seed 003's straightforward way: every metric encodes its own inputs (one encode call per metric
-    and case), on the cases and with the undefined rules raglake uses, so both do the same metrics."""
-    from raglake.metrics.rules import abstained as rule_abstained
-
-    def enc(texts: list[str]) -> np.ndarray:
-        return model.encode(texts, convert_to_numpy=True, show_progress_bar=False)
-
-    out: dict[str, dict[str, float]] = {m: {} for m in SENTENCE_METRICS}
-    for case, cap in pairs:
-        if cap.failed:
-            continue
-        q, a, ref = case.question, cap.answer, case.reference_answer or ""
-        contexts = [c.text for c in cap.top_k(k) if c.text.strip()]
-        has_answer, abst = bool(a.strip()), rule_abstained(cap)[0]
-        if contexts:
-            v = enc([q, *contexts])  # context_relevance
-            out["context_relevance"][case.id] = float(np.mean([_cosine(v[0], c) for c in v[1:]]))
-            v = enc([q, *contexts])  # context_sufficiency
-            out["context_sufficiency"][case.id] = sum(_cosine(v[0], c) >= theta_s for c in v[1:]) / k
-        if has_answer and not abst:
-            v = enc([q, a])  # answer_relevance
-            out["answer_relevance_emb"][case.id] = _cosine(v[0], v[1])
-        if has_answer and ref.strip():
-            v = enc([a, ref])  # answer_correctness
-            out["answer_correctness_emb"][case.id] = _cosine(v[0], v[1])
-            v = enc([a, ref])  # semantic_similarity
-            out["semantic_similarity"][case.id] = max(0.0, _cosine(v[0], v[1]))
-        if has_answer and not abst and contexts:
-            sentences = split_sentences(a)
-            v = enc([*sentences, *contexts])  # answer_hallucination
-            s, c = v[: len(sentences)], v[len(sentences) :]
-            best = [max(_cosine(x, y) for y in c) for x in s]
-            out["answer_hallucination"][case.id] = float(np.mean([b < theta_h for b in best]))
-    return out
-
-
-def per_case(scores: dict[str, list]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for cid, name, value, status in zip(scores["case_id"], scores["metric"], scores["value"], scores["status"]):
-        if status == "ok":
-            out.setdefault(name, {})[cid] = value
-    return out
-
-
-# ---- profile -------------------------------------------------------------------------------------
-
-
-def profile_stage(pairs, embedder, metrics, config, top: int = 22) -> str:
-    prof = cProfile.Profile()
-    prof.enable()
-    t0 = time.perf_counter()
-    raglake_stage(pairs, embedder, metrics, config, None)
-    wall = time.perf_counter() - t0
-    prof.disable()
-    st = pstats.Stats(prof)
-    total = sum(v[2] for v in st.stats.values())  # all own time = the profiled total
-
-    def name(key) -> str:
-        file, line, func = key
-        if file == "~":
-            return func
-        parts = Path(file).parts
-        for anchor in ("raglake", "sentence_transformers", "transformers", "torch", "numpy", "tokenizers"):
-            if anchor in parts:
-                return "/".join(parts[parts.index(anchor):]) + f":{line}({func})"
-        return f"{Path(file).name}:{line}({func})"
-
-    rows = sorted(st.stats.items(), key=lambda kv: kv[1][3], reverse=True)
-    out = io.StringIO()
-    out.write(f"profiled stage: {wall:.2f} s wall under cProfile ({total:.2f} s of own time counted)\n")
-    model = sum(v[3] for k, v in st.stats.items() if k[0].endswith(os.path.join("raglake", "embed", "model.py"))
-                and k[2] == "encode")
-    out.write(f"inside Embedder.encode (the model call): {model:.2f} s = {100 * model / total:.1f}%; "
-              f"everything else raglake does: {total - model:.2f} s = {100 * (total - model) / total:.1f}%\n")
-    out.write("by cumulative time (share of the profiled stage):\n")
-    shown = 0
-    for key, (cc, nc, tt, ct, _) in rows:
-        if "raglake" not in key[0] and "sentence_transformers" not in key[0] and key[2] not in ("score_batch",):
-            continue
-        out.write(f"  {ct:8.2f} s {100 * ct / total:6.1f}%  own {tt:7.2f} s  calls {nc:>9,}  {name(key)}\n")
-        shown += 1
-        if shown >= top:
-            break
-    out.write("by own time (share of the profiled stage):\n")
-    for key, (cc, nc, tt, ct, _) in sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]:
-        out.write(f"  {tt:8.2f} s {100 * tt / total:6.1f}%  calls {nc:>9,}  {name(key)}\n")
-    return out.getvalue()
-
-
-# ---- STS-B ---------------------------------------------------------------------------------------
-
-
-def find_stsb() -> Path | None:
-    if STSB.exists():
-        return STSB
-    for p in sorted((ROOT / "tests" / "data").rglob("*sts*")) if (ROOT / "tests" / "data").exists() else ():
-        if p.suffix in (".csv", ".tsv") and p.is_file():
-            return p
-    return None
-
-
-def run_stsb(embedder) -> list[str]:
-    from scipy.stats import pearsonr, spearmanr
-
-    path = find_stsb()
-    if path is None:
-        return [f"STS-B: skipped, {STSB} is missing (and no sts*.csv under tests/data)"]
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.reader(f) if len(r) >= 3]
-    if rows and not _is_number(rows[0][2]):
-        rows = rows[1:]  # a header line
-    pairs = [(GoldenCase(id=f"stsb-{i:05d}", question=s1, reference_answer=s1),
-              Capture(case_id=f"stsb-{i:05d}", answer=s2, abstained=False)) for i, (s1, s2, _) in enumerate(rows)]
-    human = {f"stsb-{i:05d}": float(r[2]) for i, r in enumerate(rows)}
-    metrics = [get_metric("semantic_similarity"), get_metric("answer_correctness_emb")]
-    t0 = time.perf_counter()
-    encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key))
-    scored = ScoredBatch()
-    for start in range(0, len(pairs), BATCH):
-        scored.extend(score_batch(pairs[start : start + BATCH], metrics, ScoringConfig(), encoder=encoder))
-    seconds = time.perf_counter() - t0
-    values = per_case(scored.scores)
-    sim, raw = values.get("semantic_similarity", {}), values.get("answer_correctness_emb", {})
-    ids = [cid for cid in human if cid in sim]
-    gold = [human[c] for c in ids]
-    rho = spearmanr([sim[c] for c in ids], gold).statistic
-    rho_raw = spearmanr([raw[c] for c in ids], gold).statistic
-    r_raw = pearsonr([raw[c] for c in ids], gold).statistic
-    clipped = sum(raw[c] < 0 for c in ids)
-    # the raw model directly, as a check that the lake path adds nothing
-    check = pairs[:200]
-    v1 = embedder.model.encode([p[0].reference_answer for p in check], batch_size=64, normalize_embeddings=True)
-    v2 = embedder.model.encode([p[1].answer for p in check], batch_size=64, normalize_embeddings=True)
-    direct = (v1 * v2).sum(axis=1)
-    diff = max(abs(float(d) - raw[p[0].id]) for d, p in zip(direct, check) if p[0].id in raw)
-    return [
-        f"STS-B dev: {path}  ({len(rows):,} pairs, {len(ids):,} scored, human score 0-5; "
-        f"{encoder.stats.encoded:,} distinct texts encoded, {seconds:.1f} s)",
-        f"{'  Spearman semantic_similarity':<46}{rho:>8.5f}   (raglake: max(0, cos))",
-        f"{'  Spearman raw cosine (answer_correctness_emb)':<46}{rho_raw:>8.5f}   (no clipping; {clipped} pair(s) < 0)",
-        f"{'  Pearson raw cosine':<46}{r_raw:>8.5f}",
-        f"{'  reference (all-MiniLM-L6-v2 on STS-B)':<46}{STSB_REFERENCE:>8.2f}   "
-        "(as reported for the model; MTEB's STSBenchmark figure is on the test split)",
-        f"{'  max |raglake cos - direct model cos|':<46}{diff:>8.1e}   (first {len(check)} pairs)",
-    ]
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
-# ---- memory (child process) ----------------------------------------------------------------------
-
-
-def rss_now_mib() -> float:
-    """Resident memory right now (Linux /proc; nan elsewhere)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
-
-
-def max_rss_mib() -> float:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024  # bytes on macOS, KiB on Linux
-
-
-def memory_child(args) -> int:
-    """One memory pass in this (fresh) process; prints 'key=value' lines the parent reports."""
-    traced = args.memory_child == "traced"
-    embedder = get_embedder()
-    embedder.model.encode(["warm up"] * 8)
-    rss_model, rss_model_now = max_rss_mib(), rss_now_mib()
-    rng = random.Random(args.seed + 7)
-    golden = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()]
-    chunks, _ = load_chunks(embedder, args.distinct_chunks, random.Random(args.seed))
-    base_cases, base_caps = generate(args.memory_pool, args.chunks, chunks, golden, args.seed + 1)
-    n = args.memory_cases
-    cases, captures = [], []
-    for start in range(0, n, BATCH):  # each batch draws from 10 base cases: heavy repetition
-        pool = rng.sample(range(len(base_cases)), min(10, len(base_cases)))
-        for i in range(start, min(n, start + BATCH)):
-            j = rng.choice(pool) if i - start >= len(pool) else pool[i - start]  # every base case appears
-            cid = f"mem-{i:06d}"
-            cases.append({**base_cases[j], "id": cid})
-            captures.append({**base_caps[j], "case_id": cid})
-    if traced:
-        gc.collect()
-        tracemalloc.start()
-    t0 = time.perf_counter()
-    pairs = build_pairs(cases, captures, via_json=True)
-    del cases, captures
-    build_s = time.perf_counter() - t0
-    rss_built = rss_now_mib()
-    metrics = [get_metric(m) for m in (*SENTENCE_METRICS, *BERT_METRICS)]
-    config = ScoringConfig(k=args.chunks)
-    with tempfile.TemporaryDirectory(prefix="raglake-embcache-") as tmp:
-        t1 = time.perf_counter()
-        texts = collect_texts(pairs, config.k)
-        encoder = TextEncoder(embedder, EmbeddingCache(tmp, embedder.key))
-        encoder.encode(texts, caller="metrics")
-        t2 = time.perf_counter()
-        rss_encoded = rss_now_mib()
-        scored = ScoredBatch()
-        for start in range(0, len(pairs), BATCH):
-            scored.extend(score_batch(pairs[start : start + BATCH], metrics, config, encoder=encoder))
-        t3 = time.perf_counter()
-        rss_scored = rss_now_mib()
-    peak = tracemalloc.get_traced_memory()[1] / 2**20 if traced else float("nan")
-    if traced:
-        tracemalloc.stop()
-    ok = sum(s == "ok" for s in scored.scores["status"])
-    print(f"mode={args.memory_child}")
-    print(f"cases={len(pairs)}")
-    print(f"distinct_texts={len(texts)}")
-    print(f"distinct_answer_ref={len({t for c, x in pairs for t in (c.reference_answer, x.answer) if t})}")
-    print(f"encoded={encoder.stats.encoded}")
-    print(f"score_rows={len(scored.scores['case_id'])}")
-    print(f"ok_rows={ok}")
-    print(f"chunk_rows={len(scored.chunks['case_id'])}")
-    print(f"build_s={build_s:.2f}")
-    print(f"encode_s={t2 - t1:.2f}")
-    print(f"score_s={t3 - t2:.2f}")
-    print(f"rss_model_mib={rss_model:.0f}")
-    print(f"rss_now_model_mib={rss_model_now:.0f}")
-    print(f"rss_now_built_mib={rss_built:.0f}")
-    print(f"rss_now_encoded_mib={rss_encoded:.0f}")
-    print(f"rss_now_scored_mib={rss_scored:.0f}")
-    print(f"rss_peak_mib={max_rss_mib():.0f}")
-    print(f"tracemalloc_peak_mib={peak:.0f}")
-    return 0
-
-
-def run_memory(args) -> list[str]:
-    results: dict[str, dict[str, str]] = {}
-    for mode in ("untraced", "traced"):
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--memory-child", mode, "--memory-cases",
-               str(args.memory_cases), "--memory-pool", str(args.memory_pool), "--chunks", str(args.chunks),
-               "--seed", str(args.seed), "--distinct-chunks", str(args.distinct_chunks)]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            return [f"memory check ({mode}) failed with exit code {proc.returncode}:", proc.stderr[-3000:]]
-        results[mode] = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-        results[mode]["wall"] = f"{wall:.0f}"
-    u, t = results["untraced"], results["traced"]
-    rss_gib = float(u["rss_peak_mib"]) / 1024
-    lines = [
-        f"memory: {int(u['cases']):,} cases x {args.chunks} chunks, "
-        f"{len(SENTENCE_METRICS) + len(BERT_METRICS)} embedding metrics (BERTScore P/R/F1 included), "
-        f"batches of {BATCH}, on-disk cache in a fresh temp dir",
-        f"  texts: {int(u['distinct_texts']):,} distinct (from {args.memory_pool:,} base cases; "
-        f"{int(u['distinct_answer_ref']):,} distinct answers/references for BERTScore), {int(u['encoded']):,} encoded",
-        f"  rows kept: {int(u['score_rows']):,} score rows ({int(u['ok_rows']):,} ok), "
-        f"{int(u['chunk_rows']):,} chunk rows",
-        f"  untraced child: build {float(u['build_s']):.0f} s, encode {float(u['encode_s']):.0f} s, "
-        f"score {float(u['score_s']):.0f} s, wall {u['wall']} s",
-        f"{'  peak RSS (ru_maxrss, untraced child)':<46}{float(u['rss_peak_mib']):>8.0f} MiB  = {rss_gib:.2f} GiB  "
-        f"(goal < {GOAL_MEMORY_GIB:.0f} GiB: {'met' if rss_gib < GOAL_MEMORY_GIB else 'NOT met'})",
-        f"{'    peak RSS once the model was loaded + warmed':<46}{float(u['rss_model_mib']):>8.0f} MiB  "
-        f"(resident then: {float(u['rss_now_model_mib']):.0f} MiB)",
-        f"{'    resident after building the cases':<46}{float(u['rss_now_built_mib']):>8.0f} MiB",
-        f"{'    resident after the one encode':<46}{float(u['rss_now_encoded_mib']):>8.0f} MiB",
-        f"{'    resident after scoring (rows kept)':<46}{float(u['rss_now_scored_mib']):>8.0f} MiB",
-        f"{'  tracemalloc peak (traced child)':<46}{float(t['tracemalloc_peak_mib']):>8.0f} MiB  "
-        f"(Python objects + numpy buffers from building the cases on; torch's tensors are not traced)",
-        f"{'  peak RSS of the traced child':<46}{float(t['rss_peak_mib']):>8.0f} MiB  "
-        "(includes tracemalloc's bookkeeping)",
-    ]
-    return lines
 
 
 # ---- report ----------------------------------------------------------------------------------------
@@ -667,8 +173,8 @@ def run_timing(args, embedder, out: list[str]) -> None:
     seed_vals = seed_scores(pairs[:m], embedder.model, config.k)
     seed_sub_s = time.perf_counter() - t0
     seed_s = seed_sub_s * n / m
-    seed_requested = sum(_seed_texts(c, x, config.k) for c, x in pairs[:m])
-    seed_requested_all = sum(_seed_texts(c, x, config.k) for c, x in pairs)
+    seed_requested = sum(seed_texts(c, x, config.k) for c, x in pairs[:m])
+    seed_requested_all = sum(seed_texts(c, x, config.k) for c, x in pairs)
 
     profile_text = profile_stage(pairs, embedder, metrics, config) if args.profile else ""
 
@@ -747,21 +253,6 @@ def run_timing(args, embedder, out: list[str]) -> None:
     if profile_text:
         out.append("cProfile of stage (2), in-memory cache (profiling inflates Python-level time):")
         out.append(profile_text)
-
-
-def _seed_texts(case: GoldenCase, cap: Capture, k: int) -> int:
-    from raglake.metrics.rules import abstained as rule_abstained
-
-    if cap.failed:
-        return 0
-    ctx = len([c for c in cap.top_k(k) if c.text.strip()])
-    has_answer, abst = bool(cap.answer.strip()), rule_abstained(cap)[0]
-    ref = bool((case.reference_answer or "").strip())
-    n = 2 * (1 + ctx) if ctx else 0
-    n += 2 if has_answer and not abst else 0
-    n += 4 if has_answer and ref else 0
-    n += len(split_sentences(cap.answer)) + ctx if has_answer and not abst and ctx else 0
-    return n
 
 
 def _split(r: StageResult) -> str:

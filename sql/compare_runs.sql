@@ -29,31 +29,32 @@ pairs AS (
     WHERE b.run_id = $run_b AND b.status = 'ok'
 ),
 
-indexed AS (
+-- every group's paired differences as one list ordered by case_id (list positions count from 1)
+groups AS (
     SELECT
-        *,
-        row_number() OVER (PARTITION BY metric, dimension, slice ORDER BY case_id) - 1 AS i,
-        count(*) OVER (PARTITION BY metric, dimension, slice) AS n
+        metric,
+        dimension,
+        slice,
+        count(*) AS n,
+        list(d ORDER BY case_id) AS ds
     FROM pairs
+    GROUP BY ALL
 ),
 
--- resample indexes depend only on the group size: drawn once per size (sql/views/05_resample_counts.sql)
-draw_counts AS (
-    SELECT * FROM resample_counts((SELECT list(DISTINCT n) FROM indexed), $n_boot, $seed)
+-- resample positions depend only on the group size: drawn once per size (sql/views/05_resample_draws.sql)
+draws AS (
+    SELECT * FROM resample_draws((SELECT list(DISTINCT n) FROM groups), $n_boot, $seed)
 ),
 
 replicates AS (
     SELECT
-        indexed.metric,
-        indexed.dimension,
-        indexed.slice,
-        draw_counts.r,
-        sum(draw_counts.times * indexed.d) / any_value(indexed.n) AS mean_d
-    FROM indexed
-    INNER JOIN draw_counts
-        ON indexed.n = draw_counts.n
-        AND indexed.i = draw_counts.i
-    GROUP BY ALL
+        groups.metric,
+        groups.dimension,
+        groups.slice,
+        draws.r,
+        list_sum(list_transform(draws.picks, lambda p: groups.ds[p])) / groups.n AS mean_d
+    FROM groups
+    INNER JOIN draws ON groups.n = draws.n
 ),
 
 intervals AS (

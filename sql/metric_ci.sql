@@ -1,6 +1,6 @@
 -- metric_ci: every case-level metric of one run by slice, with n, mean and a bootstrap 95% CI.
 -- The CI (for $alpha = 0.05) resamples the run's `ok` values of a slice with replacement $n_boot
--- times, with the seeded draws that compare_runs uses (sql/views/05_resample_counts.sql).
+-- times, with the seeded draws that compare_runs uses (sql/views/05_resample_draws.sql).
 -- Parameters: $run_id, $by ('all', a dimension of case_slices, or 'any'), $n_boot, $seed, $alpha.
 WITH slices AS (
     SELECT case_id, dimension, slice
@@ -20,30 +20,31 @@ values_ok AS (
     WHERE scores.run_id = $run_id AND scores.status = 'ok'
 ),
 
-indexed AS (
+-- every group's values as one list ordered by case_id (list positions count from 1)
+groups AS (
     SELECT
-        *,
-        row_number() OVER (PARTITION BY metric, dimension, slice ORDER BY case_id) - 1 AS i,
-        count(*) OVER (PARTITION BY metric, dimension, slice) AS n
+        metric,
+        dimension,
+        slice,
+        count(*) AS n,
+        list(value ORDER BY case_id) AS vs
     FROM values_ok
+    GROUP BY ALL
 ),
 
-draw_counts AS (
-    SELECT * FROM resample_counts((SELECT list(DISTINCT n) FROM indexed), $n_boot, $seed)
+draws AS (
+    SELECT * FROM resample_draws((SELECT list(DISTINCT n) FROM groups), $n_boot, $seed)
 ),
 
 replicates AS (
     SELECT
-        indexed.metric,
-        indexed.dimension,
-        indexed.slice,
-        draw_counts.r,
-        sum(draw_counts.times * indexed.value) / any_value(indexed.n) AS mean_value
-    FROM indexed
-    INNER JOIN draw_counts
-        ON indexed.n = draw_counts.n
-        AND indexed.i = draw_counts.i
-    GROUP BY ALL
+        groups.metric,
+        groups.dimension,
+        groups.slice,
+        draws.r,
+        list_sum(list_transform(draws.picks, lambda p: groups.vs[p])) / groups.n AS mean_value
+    FROM groups
+    INNER JOIN draws ON groups.n = draws.n
 ),
 
 intervals AS (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from raglake.cli import jobs, queries, render, tools  # noqa: F401  (importing registers the commands)
+from raglake.cli import jobs, queries, render, report, tools  # noqa: F401  (importing registers the commands)
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
 from raglake.errors import RaglakeError
 

@@ -25,24 +25,40 @@ def _registry_table() -> pa.Table:
     return pa.Table.from_pylist(rows)
 
 
+def _partition_value(path: str) -> str:
+    """`…/scores/run_id=r-1/s-2.parquet` -> `r-1`."""
+    return path.replace("\\", "/").rsplit("/", 2)[-2].split("=", 1)[1]
+
+
+def _read(con: duckdb.DuckDBPyConnection, files: list[str], name: str) -> duckdb.DuckDBPyRelation:
+    if files:
+        return con.read_parquet(files, hive_partitioning=True, union_by_name=True)
+    return con.from_arrow(TABLES[name].full_schema.empty_table())
+
+
 def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB whose views read the lake's committed runs."""
+    """An in-memory DuckDB whose views read the lake's committed runs.
+
+    `runs` (the commit log, one small file per run) is read once into a table; every other table's
+    view lists only the files of committed runs (a run's rows are visible only once its runs row,
+    written last, exists), so no query pays for a scan of every runs file or a semi-join. The
+    lake's files never change once written, so Parquet footers are cached for the connection."""
     con = duckdb.connect()
     if not lake.is_local:
         con.register_filesystem(lake.fs)
+    con.execute("SET parquet_metadata_cache = true")
+    con.execute("SET enable_progress_bar = false")  # the CLI prints its own output
+    _read(con, lake.files("runs"), "runs").create_view("_raw_runs")
+    con.execute("CREATE TEMP TABLE runs AS SELECT * FROM _raw_runs")
+    committed = {row[0] for row in fetch(con, "SELECT DISTINCT run_id FROM runs")}
     for name, spec in TABLES.items():
+        if name == "runs":
+            continue
         files = lake.files(name)
-        if files:
-            rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
-        else:
-            rel = con.from_arrow(spec.full_schema.empty_table())
-        rel.create_view(f"_raw_{name}")
-    con.execute("CREATE VIEW runs AS SELECT * FROM _raw_runs")
-    for name, spec in TABLES.items():
-        if spec.partition == "run_id":  # a run's rows are visible only once its runs row (written last) exists
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _raw_{name} WHERE run_id IN (SELECT run_id FROM runs)")
-        elif name != "runs":  # judge_calls: paid for whether or not the run finished, so always visible
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _raw_{name}")
+        if spec.partition == "run_id":
+            files = [f for f in files if _partition_value(f) in committed]
+        # judge_calls: paid for whether or not the run finished, so always visible
+        _read(con, files, name).create_view(name)
     con.from_arrow(_registry_table()).create_view("metrics")
     for view in sorted((SQL_DIR / "views").glob("*.sql")):
         con.execute(view.read_text())

@@ -1,0 +1,35 @@
+"""`raglake report`: write one self-contained HTML report about a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from raglake.analysis import LakeQueries
+from raglake.cli import render
+from raglake.cli.common import LakeOpt, app
+from raglake.lake.store import Lake
+
+
+@app.command()
+def report(
+    run: Annotated[str, typer.Argument(help="Run id, prefix, 'latest' or 'latest~N'.")],
+    against: Annotated[str | None, typer.Option("--against", help="Baseline run to compare with (id, prefix or latest~N).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="HTML file to write (default: report-<run id>.html).")] = None,
+    worst: Annotated[int, typer.Option("--worst", help="Worst cases listed per headline metric (0: none).")] = 10,
+    lake: LakeOpt = None,
+) -> None:
+    """One self-contained HTML file (opens offline): headline metrics with 95% CIs, charts by slice,
+    the comparison with a baseline, latency and cost, index coverage and the worst cases."""
+    from raglake.report import gather, write
+    from raglake.report.html import check_output
+
+    q = LakeQueries(Lake(lake))
+    run_id = q.run_ids([run])[0]
+    baseline = q.run_ids([against])[0] if against else None
+    path = check_output(output or Path(f"report-{run_id}.html"))
+    data = gather(q, run_id, baseline, worst=worst)
+    path = write(data, path)
+    render.console.print(f"report: {path}", highlight=False, soft_wrap=True)

@@ -1,0 +1,153 @@
+"""Everything a report shows, gathered from the lake once (LakeQueries and the `sql/` files)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from raglake.analysis import LakeQueries
+from raglake.errors import ConfigError
+from raglake.lake.query import run_query
+from raglake.metrics.registry import all_metrics
+
+BREAKDOWN_DIMENSIONS = ("category", "tag", "difficulty", "answerable")
+# the metrics charted by slice and listed by worst case, when the run has `ok` values for them
+CHART_GROUPS: dict[str, tuple[str, ...]] = {
+    "retrieval and abstention": ("recall_any_at_k", "mrr_at_k", "ndcg_at_k", "abstention_accuracy",
+                                 "hallucination_rate_unanswerable"),
+    "embedding": ("answer_correctness_emb", "answer_relevance_emb", "context_relevance", "context_sufficiency",
+                  "answer_hallucination", "bert_score_f1"),
+    "judge": ("correctness", "groundedness", "faithfulness", "factual_accuracy", "answer_relevance",
+              "context_precision", "context_recall", "answer_class_correct"),
+}
+WORST_METRICS = ("recall_any_at_k", "ndcg_at_k", "abstention_accuracy", "answer_correctness_emb",
+                 "context_sufficiency", "correctness", "groundedness", "faithfulness", "factual_accuracy")
+MAX_WORST_METRICS = 6
+MAX_FLAGGED = 200
+NO_JUDGE_NOTE = ("{n} judge metric value(s) were skipped: no judge was configured for this run "
+                 "(raglake run --judge-base-url URL --judge-model NAME, or --judge local).")
+
+
+def registry_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in the metric registry's order (as the CLI shows them; see raglake.cli.common)."""
+    order = {m.name: i for i, m in enumerate(all_metrics())}
+    return sorted(rows, key=lambda r: order.get(r["metric"], len(order)))
+
+
+def _clean(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+@dataclass
+class Comparison:
+    baseline: dict[str, Any]
+    overall: list[dict[str, Any]]  # compare_runs rows of dimension 'all', registry order
+    flagged: list[dict[str, Any]]  # slice rows that are a regression or an improvement, regressions first
+    n_flagged: int  # before the MAX_FLAGGED cut
+    n_regressed: int  # slices that regressed, before the cut
+    index_changed: bool
+
+
+@dataclass
+class ReportData:
+    run: dict[str, Any]  # sql/run_info.sql
+    headline: list[dict[str, Any]]  # metrics with ok values: metric_ci (all) + breakdown status counts
+    unscored: list[dict[str, Any]]  # case-level metrics with no ok value in the run, and why
+    slices: dict[str, list[dict[str, Any]]]  # dimension -> metric_ci rows
+    chart_groups: dict[str, list[str]]  # group title -> the metrics of the group the run has values for
+    figures: list[dict[str, Any]]  # sql/run_figures.sql
+    coverage: list[dict[str, Any]]  # sql/coverage.sql
+    worst: dict[str, list[dict[str, Any]]]  # metric -> sql/worst_cases.sql rows
+    worst_n: int
+    comparison: Comparison | None = None
+    notes: list[str] = field(default_factory=list)
+    generated_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+    @property
+    def metric_info(self) -> dict[str, dict[str, Any]]:
+        return {r["metric"]: r for r in self.headline}
+
+
+def run_info(q: LakeQueries, run_id: str) -> dict[str, Any]:
+    rows = run_query(q.con, "run_info", run_ids=[run_id]).to_pylist()
+    if not rows:
+        raise ConfigError(f"run {run_id!r} is not in the lake {q.lake.url}")
+    return rows[0]
+
+
+def headline_rows(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> tuple[list[dict], list[dict]]:
+    """(metrics with ok values: n, mean, CI and the other statuses; metrics without any ok value)."""
+    ci = {r["metric"]: r for r in q.metric_ci(run_id, "all", n_boot=n_boot)}
+    scored, unscored = [], []
+    for row in registry_order([r for r in q.breakdown([run_id], "all") if r["n_rows"]]):
+        interval = ci.get(row["metric"], {})
+        merged = {**row, **interval, "mean": _clean(interval.get("mean", row["mean"]))}
+        merged.setdefault("ci_low", None)
+        merged.setdefault("ci_high", None)
+        (scored if row["n"] else unscored).append(merged)
+    return scored, unscored
+
+
+def _chart_groups(headline: list[dict[str, Any]]) -> dict[str, list[str]]:
+    have = {r["metric"] for r in headline if r["n"]}
+    groups = {title: [m for m in metrics if m in have] for title, metrics in CHART_GROUPS.items()}
+    return {title: metrics for title, metrics in groups.items() if metrics}
+
+
+def worst_cases(q: LakeQueries, run_id: str, metrics: list[str], n: int) -> dict[str, list[dict[str, Any]]]:
+    if n <= 0 or not metrics:
+        return {}
+    rows = run_query(q.con, "worst_cases", run_id=run_id, metrics=metrics, n=n).to_pylist()
+    out: dict[str, list[dict[str, Any]]] = {m: [] for m in metrics}
+    for row in rows:
+        row["chunks"] = row["chunks"] or []
+        out[row["metric"]].append(row)
+    return {m: cases for m, cases in out.items() if cases}
+
+
+def comparison(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: int = 1000) -> Comparison:
+    rows = registry_order(q.compare(baseline_id, run_id, n_boot=n_boot))
+    overall = [r for r in rows if r["dimension"] == "all"]
+    flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
+    flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"] or 0.0)))
+    versions = q.index_versions([baseline_id, run_id])
+    changed = versions.get(baseline_id) != versions.get(run_id) and any(versions.values())
+    n_regressed = sum(1 for r in flagged if r["regression"])
+    return Comparison(run_info(q, baseline_id), overall, flagged[:MAX_FLAGGED], len(flagged), n_regressed, changed)
+
+
+def gather(q: LakeQueries, run_id: str, against: str | None = None, *, worst: int = 10,
+           n_boot: int = 1000) -> ReportData:
+    """Everything the report shows about `run_id` (and, with `against`, its comparison with that baseline)."""
+    if worst < 0:
+        raise ConfigError(f"--worst must be 0 or more, got {worst}")
+    if against == run_id:
+        raise ConfigError(f"--against names the report's own run {run_id}; give another run (e.g. latest~1)")
+    info = run_info(q, run_id)
+    headline, unscored = headline_rows(q, run_id, n_boot=n_boot)
+    groups = _chart_groups(headline)
+    charted = {m for metrics in groups.values() for m in metrics}
+    slices = {}
+    for by in BREAKDOWN_DIMENSIONS:
+        slices[by] = [r for r in q.metric_ci(run_id, by, n_boot=n_boot) if r["metric"] in charted]
+    have = {r["metric"] for r in headline}
+    worst_metrics = [m for m in WORST_METRICS if m in have][:MAX_WORST_METRICS]
+    data = ReportData(run=info, headline=headline, unscored=unscored, slices=slices, chart_groups=groups,
+                      figures=q.figures([run_id]), coverage=q.coverage(run_id),
+                      worst=worst_cases(q, run_id, worst_metrics, worst), worst_n=worst)
+    no_judge = sum(r["n_skipped"] for r in unscored + headline if r["family"] == "judge" and r["main_reason"] == "no_judge")
+    if no_judge:
+        data.notes.append(NO_JUDGE_NOTE.format(n=no_judge))
+    budget = sum(r["n_skipped"] for r in unscored + headline if r["main_reason"] == "budget")
+    if budget:
+        data.notes.append(f"{budget} judge metric value(s) were skipped: the judge budget ran out.")
+    if against is not None:
+        data.comparison = comparison(q, against, run_id, n_boot=n_boot)
+        if data.comparison.index_changed:
+            data.notes.append(f"the index changed between the runs (index_version "
+                              f"{data.comparison.baseline['index_version'] or '–'} → {info['index_version'] or '–'})")
+        if data.comparison.baseline["dataset_hash"] != info["dataset_hash"]:
+            data.notes.append("the runs used different golden sets: only the cases they share are compared")
+    return data

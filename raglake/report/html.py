@@ -1,0 +1,125 @@
+"""The report as one self-contained HTML file: jinja2 (autoescaped) over the package's template, the
+charts inline as SVG, the CSS inline; no script and no reference to anything outside the file."""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import raglake
+from raglake.errors import ConfigError
+from raglake.report import charts
+from raglake.report.data import BREAKDOWN_DIMENSIONS, ReportData
+
+TEMPLATE = "template.html.j2"
+SNIPPET_CHARS = 600
+
+
+def num(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def figure_value(row: dict[str, Any]) -> str:
+    """A run-level figure with its unit: 931 ms, 1.5%, $0.0123, 12 calls."""
+    value, unit = row["value"], row.get("unit") or ""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if unit == "share":
+        return f"{100 * value:.1f}%"
+    if unit == "usd":
+        return f"${value:,.4f}"
+    if unit in ("ms", "seconds", "s"):
+        return f"{value:,.1f} {unit}"
+    shown = f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
+    return f"{shown} {unit}".strip()
+
+
+def coverage_value(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def pretty_json(text: str | None) -> str:
+    if not text:
+        return ""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(num=num, figure_value=figure_value, coverage_value=coverage_value, pretty_json=pretty_json)
+    env.globals.update(arrow=charts.arrow)
+    return env
+
+
+def _template() -> jinja2.Template:
+    text = resources.files("raglake.report").joinpath(TEMPLATE).read_text(encoding="utf-8")
+    return _environment().from_string(text)
+
+
+def _charts(data: ReportData) -> dict[str, Any]:
+    """SVG markup (trusted: made here, with every label escaped by matplotlib's SVG writer)."""
+    info = data.metric_info
+    breakdown: dict[str, list[tuple[str, Markup]]] = {}
+    for dimension in BREAKDOWN_DIMENSIONS:
+        for title, metrics in data.chart_groups.items():
+            svg = charts.breakdown_chart(dimension, data.slices.get(dimension, []), metrics, info,
+                                         salt=f"{dimension}-{title}")
+            if svg:
+                breakdown.setdefault(dimension, []).append((title, Markup(svg)))
+    overall = charts.overall_chart(data.headline, salt="overall")
+    diff = charts.diff_chart(data.comparison.overall, salt="diff") if data.comparison else None
+    return {"breakdown": breakdown, "overall": Markup(overall) if overall else None,
+            "diff": Markup(diff) if diff else None}
+
+
+def render(data: ReportData) -> str:
+    n_tags = len({r["slice"] for r in data.slices.get("tag", [])})
+    return _template().render(
+        d=data, charts=_charts(data), dimensions=BREAKDOWN_DIMENSIONS, max_slices=charts.MAX_SLICES,
+        n_tags=n_tags, snippet_chars=SNIPPET_CHARS, version=getattr(raglake, "__version__", ""),
+        generated=data.generated_at.strftime("%Y-%m-%d %H:%M UTC"),
+    )
+
+
+def check_output(path: str | Path) -> Path:
+    """The report's path, checked before any work: its folder must exist, and it must not be a folder."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ConfigError(f"cannot write the report to {path}: the folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"cannot write the report to {path}: it is a folder; give a file name (e.g. {path / 'report.html'})")
+    return path
+
+
+def write(data: ReportData, path: str | Path) -> Path:
+    """Render the report and write it (UTF-8) to `path` (through a temporary file, then a rename)."""
+    path = check_output(path)
+    html = render(data)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write the report to {path}: {e.strerror or e}") from None
+    return path
