@@ -5,27 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
-def latest(key: str) -> dict:
-    """The newest artifact under `key`. Prefect 3.8.8's client sends null for unset filter fields, which its
+def of_run(key: str, run_id: str) -> dict:
+    """The artifact under `key` published for `run_id` (other tests publish under the same key). Prefect 3.8.8's client sends null for unset filter fields, which its
     own server refuses (422), so the filter goes out as the server wants it."""
     from prefect.client.orchestration import get_client
 
     async def read() -> list[dict]:
         async with get_client() as client:
             response = await client._client.post("/artifacts/filter", json={
-                "artifacts": {"key": {"any_": [key]}}, "flow_runs": {}, "task_runs": {}, "limit": 50, "offset": 0,
+                "artifacts": {"key": {"any_": [key]}}, "flow_runs": {}, "task_runs": {}, "limit": 200, "offset": 0,
                 "sort": "CREATED_DESC"})
             response.raise_for_status()
             return response.json()
 
-    found = asyncio.run(read())
-    assert found, f"no artifact {key!r}"
-    return max(found, key=lambda a: a["created"])
+    deadline = time.monotonic() + 60  # artifacts reach the server shortly after the flow returns
+    while not (found := [a for a in asyncio.run(read()) if run_id in (a.get("description") or "")]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert len(found) == 1, f"{len(found)} artifact(s) {key!r} for run {run_id}"
+    return found[0]
 
 
 def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
@@ -35,7 +39,7 @@ def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
     for _ in range(2):  # the second run is summarised against the first
         run_id = evaluate(golden="data/golden/sample.jsonl", target="replay:data/captures/basic_search.jsonl",
                           lake=lake, metrics=["recall_any_at_k", "mrr_at_k", "abstention_accuracy"])
-    md, table = latest("raglake-summary-basic-search"), latest("raglake-headline-basic-search")
+    md, table = of_run("raglake-summary-basic-search", run_id), of_run("raglake-headline-basic-search", run_id)
     assert run_id in md["data"] and "recall_any_at_k" in md["data"] and "Against" in md["data"]
     rows = json.loads(table["data"]) if isinstance(table["data"], str) else table["data"]
     by = {r["metric"]: r for r in rows}
