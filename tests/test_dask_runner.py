@@ -40,7 +40,13 @@ def test_dask_local_cluster_lands_the_same_scores_as_threads(tmp_path: Path) -> 
         # each runner computed its batches itself (own result store): no cache hit from the other run
         assert any(results.rglob("*")), f"the {runner} runner persisted no task results"
     assert len(runs["thread"]) == 66 * len(METRICS)
-    assert runs["dask"] == runs["thread"]
+    assert runs["dask"].keys() == runs["thread"].keys()
+    for key, (value, *rest) in runs["thread"].items():
+        other, *other_rest = runs["dask"][key]
+        assert other_rest == rest, key  # status, reason, versions, embedder: exactly
+        # values exactly, but for float32 rounding: a worker process runs BLAS with one thread (Dask sets
+        # OMP_NUM_THREADS=1), so sums of embedding products may differ in the last bit (seen: 7e-8)
+        assert other == value or (isinstance(value, float) and other == pytest.approx(value, rel=1e-6, abs=1e-7)), key
     assert any(v[1] == "ok" and v[0] != "nan" for (c, m), v in runs["dask"].items() if m == "context_relevance")
 
 
