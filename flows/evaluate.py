@@ -89,7 +89,7 @@ def evaluate(
         judge=[judged.for_cases([c.id for c in b]) if judged else None for b in batches],
     )):
         scored.extend(part)
-        progress.advance("scoring", len(part.scores["case_id"]) and len(set(part.scores["case_id"])))
+        progress.advance("scoring", len(set(part.scores["case_id"])))
     t_scored = time.perf_counter()
 
     record, run_values, coverage = finish_run(
