@@ -26,7 +26,7 @@ from raglake.lake.store import Lake
 from raglake.runplan import journal_path
 from raglake.targets.journal import CaptureJournal
 from tests.conftest import ROOT
-from tests.test_http_target import SAMPLE_GOLDEN, small_corpus, start_demo, write_config
+from tests.httpkit import SAMPLE_GOLDEN, small_corpus, start_demo, write_config
 
 RUN_ID = "r-killed"
 N_CASES = 16
