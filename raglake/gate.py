@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from raglake.analysis import COMPARE_DIMENSIONS, LakeQueries
 from raglake.errors import InputError, did_you_mean
 from raglake.metrics.registry import all_metrics
-from raglake.records import Record, validate_record
+from raglake.records import read_yaml_mapping, validate_record
 
 
 class Rule(BaseModel):
@@ -49,22 +49,10 @@ class GateRules(BaseModel):
 
 def load_rules(path: str | Path) -> GateRules:
     """A gate.yaml; every metric pattern must name a registered metric (with a suggestion if not)."""
-    import yaml
-
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), None, None, "gate rules file not found")
-    text = path.read_text(encoding="utf-8")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(str(path), mark.line + 1 if mark else None, None, f"invalid YAML: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise InputError(str(path), 1, None, "expected a mapping with `rules:` (and optional `defaults:`)")
-    keys = {k.value: k.start_mark.line + 1 for k, _ in node.value}
-    rules = validate_record(Record(1, data, keys), GateRules, path)
+    record, node = read_yaml_mapping(path, missing="gate rules file not found",
+                                     not_mapping="expected a mapping with `rules:` (and optional `defaults:`)")
+    rules = validate_record(record, GateRules, path)
     names = [m.name for m in all_metrics(level="case")]
     rule_nodes = next((v for k, v in node.value if k.value == "rules"), None)
     for i, rule in enumerate(rules.rules):

@@ -73,14 +73,30 @@ def _json_list_records(path: Path, text: str, list_key: str) -> list[Record]:
     return out
 
 
-def _yaml_records(path: Path, text: str, list_key: str) -> list[Record]:
+def parse_yaml(path: str | Path, text: str) -> tuple[Any, Any]:
+    """The document and its node tree (for line numbers); invalid YAML names the file and line."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.safe_load(text)
+        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
         raise InputError(str(path), line, None, f"invalid YAML: {getattr(e, 'problem', e)}") from None
+
+
+def read_yaml_mapping(path: str | Path, *, missing: str, not_mapping: str) -> tuple[Record, Any]:
+    """A YAML (or JSON) file holding one mapping, as a Record whose keys carry their lines, plus its node
+    tree; a missing file, invalid YAML or a non-mapping raise InputError with the given messages."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(str(path), None, None, missing)
+    data, node = parse_yaml(path, path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise InputError(str(path), 1, None, not_mapping)
+    return Record(1, data, {k.value: k.start_mark.line + 1 for k, _ in node.value}), node
+
+
+def _yaml_records(path: Path, text: str, list_key: str) -> list[Record]:
+    doc, node = parse_yaml(path, text)
     if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
         node = next(v for k, v in node.value if k.value == list_key)
         doc = doc[list_key]

@@ -91,12 +91,11 @@ class TextEncoder:
 
     def _encode_reporting(self, texts: list[str]) -> np.ndarray:
         """The embedder's encode; with a progress display, in slices so the bar moves."""
+        progress.start("encoding", len(texts), "texts")
         if not progress.active() or len(texts) <= _PROGRESS_SLICE:
-            progress.start("encoding", len(texts), "texts")
             vectors = self.embedder.encode(texts)
             progress.advance("encoding", len(texts))
             return vectors
-        progress.start("encoding", len(texts), "texts")
         parts = []
         for start in range(0, len(texts), _PROGRESS_SLICE):
             parts.append(self.embedder.encode(texts[start:start + _PROGRESS_SLICE]))

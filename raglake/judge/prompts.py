@@ -16,7 +16,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from raglake.errors import ConfigError, InputError, UnknownNameError
-from raglake.records import Record, validate_record
+from raglake.records import read_yaml_mapping, validate_record
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -112,25 +112,15 @@ def fence(name: str, value: str) -> str:
 
 
 def load_prompt_file(path: Path) -> Prompt:
-    import yaml
-
-    text = path.read_text(encoding="utf-8")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(str(path), mark.line + 1 if mark else None, None, f"invalid YAML: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise InputError(str(path), 1, None, "a prompt file is a mapping")
-    keys = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+    record, _ = read_yaml_mapping(path, missing="prompt file not found", not_mapping="a prompt file is a mapping")
+    data, keys = record.data, record.key_lines
     raw_vars, templates = data.get("variables"), {k: data.get(k) for k in ("system", "user")}
     if isinstance(raw_vars, list) and all(isinstance(v, dict) for v in raw_vars) and all(
             isinstance(t, str) for t in templates.values()):  # so placeholder problems name their field and line
         problem = placeholder_problem({str(v.get("name")) for v in raw_vars}, templates)
         if problem is not None:
             raise InputError(str(path), keys.get(problem[0]), problem[0], problem[1])
-    prompt = validate_record(Record(1, data, keys), Prompt, path)
+    prompt = validate_record(record, Prompt, path)
     if prompt.id != path.stem:
         raise InputError(str(path), keys.get("id"), "id", f"prompt id {prompt.id!r} must match the file name {path.stem!r}")
     return prompt

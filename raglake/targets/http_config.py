@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from raglake.errors import ConfigError, InputError, did_you_mean
-from raglake.records import Record, validate_record
+from raglake.records import read_yaml_mapping, validate_record
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -127,25 +127,13 @@ def template_fields(template: Any) -> set[str]:
 
 def load_http_config(path: str | Path) -> HttpTargetConfig:
     """Read and validate a YAML or JSON config; errors name the file, the line and the field."""
-    import yaml
-
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), None, None, "http target config not found")
-    text = path.read_text(encoding="utf-8")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(str(path), mark.line + 1 if mark else None, None, f"invalid YAML: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise InputError(str(path), 1, None, "expected a mapping with at least `url`")
-    keys = {k.value: k.start_mark.line + 1 for k, _ in node.value}
-    config = validate_record(Record(1, data, keys), HttpTargetConfig, path)
+    record, _ = read_yaml_mapping(path, missing="http target config not found",
+                                  not_mapping="expected a mapping with at least `url`")
+    config = validate_record(record, HttpTargetConfig, path)
     unknown = template_fields(config.body) - set(TEMPLATE_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
-        raise InputError(str(path), keys.get("body"), "body",
+        raise InputError(str(path), record.key_lines.get("body"), "body",
                          f"unknown placeholder {{{name}}}{did_you_mean(name, TEMPLATE_FIELDS)}; fields: {', '.join(TEMPLATE_FIELDS)}")
     return config
