@@ -4,21 +4,17 @@ prefect.yaml, read from it, so the two ways of deploying cannot drift apart."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 
 def deployments() -> list:
     """The deployments of prefect.yaml as `flow.to_deployment(...)` objects."""
-    from flows.evaluate import evaluate
-    from flows.rescore import rescore
+    from raglake.flows.evaluate import evaluate
+    from raglake.flows.rescore import rescore
 
-    flows = {"flows/evaluate.py:evaluate": evaluate, "flows/rescore.py:rescore": rescore}
+    flows = {"raglake.flows.evaluate:evaluate": evaluate, "raglake.flows.rescore:rescore": rescore}
     spec = yaml.safe_load((Path(__file__).parent / "prefect.yaml").read_text())
     out = []
     for d in spec["deployments"]:

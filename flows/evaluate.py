@@ -20,11 +20,11 @@ from raglake.runners import RunnerSpec
 from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run, result_storage
 from raglake.runsteps import JudgeSummary, finish_run
 from raglake.scoring import ScoredBatch
-from tasks.capture import capture_batch
-from tasks.embed import embed_texts
-from tasks.judge import judge_cases
-from tasks.land import land
-from tasks.score import map_scoring, score_cases
+from raglake.tasks.capture import capture_batch
+from raglake.tasks.embed import embed_texts
+from raglake.tasks.judge import judge_cases
+from raglake.tasks.land import land
+from raglake.tasks.score import map_scoring, score_cases
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=4))

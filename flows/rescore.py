@@ -20,9 +20,9 @@ from raglake.runners import RunnerSpec
 from raglake.runplan import _judges, result_storage, results_dir
 from raglake.runsteps import JudgeSummary
 from raglake.scoring import ScoredBatch
-from tasks.embed import embed_texts
-from tasks.judge import judge_cases
-from tasks.score import map_scoring, score_cases
+from raglake.tasks.embed import embed_texts
+from raglake.tasks.judge import judge_cases
+from raglake.tasks.score import map_scoring, score_cases
 
 
 @task(name="land-scores", retries=2, retry_delay_seconds=[1, 5])

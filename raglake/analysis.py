@@ -11,6 +11,7 @@ import duckdb
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.query import connect, fetch, run_query, scalar
 from raglake.lake.store import Lake
+from raglake.metrics.registry import all_metrics
 
 DIMENSIONS = ("all", "category", "tag", "difficulty", "vault", "answerable", "target", "method")
 COMPARE_DIMENSIONS = tuple(d for d in DIMENSIONS if d not in ("target", "method"))
@@ -90,8 +91,29 @@ class LakeQueries:
         by = by if by == "any" else check_dimension(by)
         return run_query(self.con, "metric_ci", run_id=run_id, by=by, n_boot=n_boot, seed=seed, alpha=alpha).to_pylist()
 
+    def check_metrics(self, names: Sequence[str]) -> None:
+        """Every name is a case-level metric of the registry or one the lake's scores hold (a metric
+        since renamed); otherwise UnknownNameError with the closest name."""
+        known = {m.name for m in all_metrics(level="case")}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            known |= {r[0] for r in fetch(self.con, "SELECT DISTINCT metric FROM scores")}
+            for name in unknown:
+                if name not in known:
+                    raise UnknownNameError("metric", name, known)
+
+    def check_target(self, target: str) -> None:
+        """A target name the lake's runs hold (what `raglake runs` shows)."""
+        known = [r[0] for r in fetch(self.con, "SELECT DISTINCT coalesce(target_name, target) FROM runs")]
+        if target not in known:
+            raise UnknownNameError("target", target, known)
+
     def trend(self, metric: str | None = None, target: str | None = None, dataset: str | None = None,
               by: str = "all") -> list[dict[str, Any]]:
+        if metric is not None:
+            self.check_metrics([metric])
+        if target is not None:
+            self.check_target(target)
         return run_query(self.con, "trend", metric=metric, target=target, dataset=dataset,
                          dimension=check_dimension(by)).to_pylist()
 

@@ -4,9 +4,10 @@ and a heading-path segment prefix, optionally also by a snippet of its text."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
-ANCHOR_RULE_VERSION = "1"
+ANCHOR_RULE_VERSION = "2"  # 2: snippets are Unicode-normalised (NFC) before matching
 _WS = re.compile(r"\s+")
 
 
@@ -36,8 +37,12 @@ def normalise_rel_path(path: str | None) -> str:
 
 
 def fold_text(text: str) -> str:
-    """Whitespace-folded, case-insensitive form used for snippet matching."""
-    return _WS.sub(" ", text or "").strip().casefold()
+    """Whitespace-folded, case-insensitive, NFC-normalised form used for snippet matching.
+
+    NFC before and after case folding (folding may decompose), so a precomposed 'é' and 'e' + U+0301
+    agree; NFC rather than NFKC keeps compatibility characters such as '²' distinct from '2'."""
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text or "").casefold())
+    return _WS.sub(" ", folded).strip()
 
 
 def segments_start_with(chunk: Sequence[str], support: Sequence[str]) -> bool:

@@ -9,7 +9,7 @@ def metrics_markdown() -> str:
     lines = [
         "# Metrics",
         "",
-        "Generated from the registry by `raglake metrics --markdown > docs/metrics.md`; a test keeps it in",
+        "Generated from the registry by `raglake metrics --markdown > docs/metric-table.md`; a test keeps it in",
         "sync. The rules are those of METRICS.md; `version` changes whenever a rule changes a score.",
         "",
         "| metric | family | level | version | scale | better | applies to | seed | rule |",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import traceback
 from collections.abc import Iterable
+from pathlib import Path
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -41,3 +43,11 @@ class UnknownNameError(ConfigError):
         choices = sorted(choices)
         listing = ", ".join(choices[:12]) + (" …" if len(choices) > 12 else "")
         super().__init__(f"unknown {kind} {name!r}{did_you_mean(name, choices)}; known: {listing}")
+
+
+def unexpected_error(e: BaseException) -> str:
+    """How an exception nobody expected is recorded as one case's failure: its type, message and the
+    innermost line that raised it, so a programming error stays visible in the run's reasons."""
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"unexpected {type(e).__name__}: {str(e)[:300]}{where}"

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from raglake.errors import InputError, did_you_mean
 from raglake.importers import record_shape, split_record
 from raglake.records import Record, read_records, validate_record
-from raglake.schemas import CaseLabels, Capture, GoldenCase
+from raglake.schemas import Capture, CaseLabels, GoldenCase
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ def record_shape(data: Any) -> str | None:
     return None
 
 
-def _case_id(data: dict[str, Any], fallback: str) -> str:
+def _case_id(data: dict[str, Any], fallback: Any) -> Any:
+    """The record's id as written (the case model checks its type), or the fallback when there is none."""
     value = data.get("id", data.get("case_id"))
-    return str(value) if value not in (None, "") else fallback
+    return fallback if value is None or (isinstance(value, str) and value == "") else value
 
 
 def _chunks(contexts: Any) -> list[dict[str, Any]]:
@@ -33,7 +34,10 @@ def _chunks(contexts: Any) -> list[dict[str, Any]]:
         contexts = [contexts]
     if not isinstance(contexts, list):
         raise ValueError(f"contexts must be a list of strings, got {type(contexts).__name__}")
-    return [{"rank": i, "rel_path": "", "heading_path": "", "text": str(t)} for i, t in enumerate(contexts, 1)]
+    for i, text in enumerate(contexts):
+        if not isinstance(text, str):
+            raise ValueError(f"contexts must be a list of strings, got {type(text).__name__} at contexts[{i}]")
+    return [{"rank": i, "rel_path": "", "heading_path": "", "text": t} for i, t in enumerate(contexts, 1)]
 
 
 def split_record(data: dict[str, Any], fallback_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

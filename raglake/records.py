@@ -3,7 +3,6 @@ validation errors into messages that name file, line and field."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from raglake.errors import InputError, did_you_mean
+from raglake.textfiles import LineIndex, element_offsets, member_offset, parse_json, parse_yaml, read_text, skip_ws
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -28,9 +28,7 @@ class Record:
 def read_records(path: str | Path, *, list_key: str = "cases") -> list[Record]:
     """Records of a .jsonl/.ndjson, .json (a list, or an object holding `list_key`) or .yaml file."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), None, None, "file not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
         return _yaml_records(path, text, list_key)
@@ -41,46 +39,24 @@ def read_records(path: str | Path, *, list_key: str = "cases") -> list[Record]:
 
 def _jsonl_records(path: Path, text: str) -> list[Record]:
     out = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 & co. are legal in JSON strings
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
-        try:
-            out.append(Record(number, json.loads(raw)))
-        except json.JSONDecodeError as e:
-            raise InputError(str(path), number, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+        out.append(Record(number, parse_json(path, raw, number)))
     return out
 
 
 def _json_list_records(path: Path, text: str, list_key: str) -> list[Record]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(str(path), e.lineno, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+    doc = parse_json(path, text)
     if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
-        start = text.index("[", text.index(f'"{list_key}"'))
+        start = member_offset(text, list_key)
         doc = doc[list_key]
     elif isinstance(doc, list):
-        start = text.index("[")
+        start = skip_ws(text, 0)
     else:
         raise InputError(str(path), 1, None, f"expected a JSON list of objects or an object with a {list_key!r} list")
-    decoder, pos, out = json.JSONDecoder(), start + 1, []
-    for item in doc:  # walk the text again to learn where each element starts
-        while text[pos] in " \t\r\n,":
-            pos += 1
-        _, end = decoder.raw_decode(text, pos)
-        out.append(Record(text.count("\n", 0, pos) + 1, item))
-        pos = end
-    return out
-
-
-def parse_yaml(path: str | Path, text: str) -> tuple[Any, Any]:
-    """The document and its node tree (for line numbers); invalid YAML names the file and line."""
-    try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        raise InputError(str(path), line, None, f"invalid YAML: {getattr(e, 'problem', e)}") from None
+    lines = LineIndex(text)
+    return [Record(lines.line(offset), item) for offset, item in zip(element_offsets(text, start), doc)]
 
 
 def read_yaml_mapping(path: str | Path, *, missing: str, not_mapping: str) -> tuple[Record, Any]:
@@ -89,23 +65,29 @@ def read_yaml_mapping(path: str | Path, *, missing: str, not_mapping: str) -> tu
     path = Path(path)
     if not path.exists():
         raise InputError(str(path), None, None, missing)
-    data, node = parse_yaml(path, path.read_text(encoding="utf-8"))
+    text = read_text(path)
+    data, node = parse_yaml(path, text)
     if not isinstance(data, dict):
         raise InputError(str(path), 1, None, not_mapping)
-    return Record(1, data, {k.value: k.start_mark.line + 1 for k, _ in node.value}), node
+    return Record(1, data, _key_lines(node, LineIndex(text))), node
+
+
+def _key_lines(node: Any, lines: LineIndex) -> dict[Any, int]:
+    return {k.value: lines.line(k.start_mark.index) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def _yaml_records(path: Path, text: str, list_key: str) -> list[Record]:
     doc, node = parse_yaml(path, text)
     if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
-        node = next(v for k, v in node.value if k.value == list_key)
+        node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == list_key), None)
         doc = doc[list_key]
-    elif not isinstance(doc, list):
+    if not isinstance(doc, list) or not isinstance(node, yaml.SequenceNode):
         raise InputError(str(path), 1, None, f"expected a YAML list of mappings or a mapping with a {list_key!r} list")
+    lines = LineIndex(text)
     out = []
     for item_node, item in zip(node.value, doc):
-        keys = {k.value: k.start_mark.line + 1 for k, _ in item_node.value} if isinstance(item, dict) else {}
-        out.append(Record(item_node.start_mark.line + 1, item, keys))
+        keys = _key_lines(item_node, lines) if isinstance(item, dict) and isinstance(item_node, yaml.MappingNode) else {}
+        out.append(Record(lines.line(item_node.start_mark.index), item, keys))
     return out
 
 

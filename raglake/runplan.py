@@ -11,6 +11,7 @@ import re
 import subprocess
 import uuid
 from dataclasses import asdict, dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +29,20 @@ from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target, make_target
 from raglake.text.sentences import SPLITTER_VERSION
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout; site-packages for an installed wheel
+SAMPLE_DIR = Path(str(resources.files("raglake.sample")))  # data/ in a checkout, raglake/sample/ in a wheel
 
 
-def project_path(*parts: str) -> str:
-    """A path inside the checkout, relative to the working directory when it lies beneath it."""
-    path = PROJECT_ROOT.joinpath(*parts)
+def sample_path(*parts: str) -> str:
+    """A file of the bundled sample, relative to the working directory when it lies beneath it."""
+    path = SAMPLE_DIR.joinpath(*parts)
     rel = os.path.relpath(path)
     return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()
 
 
-SAMPLE_GOLDEN = project_path("data", "golden", "sample.jsonl")
-SAMPLE_CAPTURES = tuple(f"replay:{project_path('data', 'captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
-DEFAULT_TARGET = f"builtin:{project_path('data', 'corpus')}"
+SAMPLE_GOLDEN = sample_path("golden", "sample.jsonl")
+SAMPLE_CAPTURES = tuple(f"replay:{sample_path('captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
+DEFAULT_TARGET = f"builtin:{sample_path('corpus')}"
 _RUN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 
 
@@ -122,7 +124,10 @@ def digest(value: Any) -> str:
 
 
 def code_version() -> str:
-    """The package version, plus the git commit when running from a checkout."""
+    """The package version, plus the git commit when running from a checkout (not from a wheel
+    installed in some other repository's virtual environment)."""
+    if not (PROJECT_ROOT / "pyproject.toml").is_file():
+        return __version__
     try:
         sha = subprocess.run(
             ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    AllowInfNan,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from raglake.anchors import heading_segments, heading_string, normalise_rel_path
 from raglake.errors import did_you_mean
+from raglake.textfiles import MAX_NESTING
 
 CATEGORIES = ("factual", "reasoning", "multi_hop", "recency_conflict", "general", "adversarial")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -47,9 +61,37 @@ def _rel_path(value: Any) -> str:
     return normalise_rel_path(value)
 
 
+def _id(value: Any) -> Any:
+    """An int id becomes text; a blank one is refused."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"the id is blank ({value!r})")
+    return value
+
+
+def _plain_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """Free-form metadata must fit the lake: finite numbers, at most MAX_NESTING levels, 100,000 values."""
+    stack, count = [(value, 1)], 0
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if depth > MAX_NESTING or count > 100_000:
+            raise ValueError(f"metadata is nested deeper than {MAX_NESTING} levels" if depth > MAX_NESTING
+                             else "metadata holds more than 100,000 values")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"metadata holds {item!r}; NaN and Infinity are not allowed")
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 HeadingPath = Annotated[tuple[str, ...], BeforeValidator(_segments)]
 RelPath = Annotated[str, BeforeValidator(_rel_path)]
-Binary = Annotated[int, Field(ge=0, le=1)]
+Id = Annotated[str, BeforeValidator(_id), Field(min_length=1)]
+# strict: "yes", 1 or "0.5" are refused; an int is still a valid float; NaN and Infinity are refused
+Binary = Annotated[StrictInt, Field(ge=0, le=1)]
+Number = Annotated[float, Strict(), AllowInfNan(False)]
 
 
 class _Strict(BaseModel):
@@ -68,7 +110,7 @@ class Anchor(_Strict):
 class GoldSupport(Anchor):
     snippets: list[str] = []
     date: dt.date | None = None
-    required: bool = False
+    required: StrictBool = False
 
 
 class ChunkLabel(Anchor):
@@ -112,25 +154,26 @@ def answer_sha256(answer: str) -> str:
 
 
 class GoldenCase(_Strict):
-    id: str = Field(min_length=1)
+    id: Id
     question: str = Field(min_length=1)
     reference_answer: str | None = None
-    answerable: bool = True
+    answerable: StrictBool = True
     category: str | None = None
     difficulty: str | None = None
     tags: list[str] = []
     vault: str | None = None
     expected_action: str | None = None
     gold_supports: list[GoldSupport] = []
-    required_support_groups: list[list[int]] = []
+    required_support_groups: list[list[StrictInt]] = []
     recency_conflict_rule: str | None = None
     labels: CaseLabels | None = None
-    metadata: dict[str, Any] = {}
+    metadata: Annotated[dict[str, Any], AfterValidator(_plain_metadata)] = {}
 
-    @field_validator("id", mode="before")
+    @field_validator("tags")
     @classmethod
-    def _id_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    def _distinct_tags(cls, v: list[str]) -> list[str]:
+        """A repeated tag would count the case twice in that tag's slice; first-seen order is kept."""
+        return list(dict.fromkeys(v))
 
     @field_validator("category")
     @classmethod
@@ -172,9 +215,9 @@ class GoldenCase(_Strict):
 
 
 class RetrievedChunk(Anchor):
-    rank: int = Field(ge=1)
+    rank: StrictInt = Field(ge=1)
     text: str = ""
-    score: float | None = None
+    score: Number | None = None
     chunk_id: str | None = None
 
 
@@ -185,11 +228,11 @@ class Reference(Anchor):
 class Latency(_Strict):
     """Stage timings in milliseconds: the target's own, plus `wall` measured around the call."""
 
-    folder_selection: float | None = Field(default=None, ge=0)
-    retrieval: float | None = Field(default=None, ge=0)
-    generation: float | None = Field(default=None, ge=0)
-    total: float | None = Field(default=None, ge=0)
-    wall: float | None = Field(default=None, ge=0)
+    folder_selection: Number | None = Field(default=None, ge=0)
+    retrieval: Number | None = Field(default=None, ge=0)
+    generation: Number | None = Field(default=None, ge=0)
+    total: Number | None = Field(default=None, ge=0)
+    wall: Number | None = Field(default=None, ge=0)
 
 
 LATENCY_STAGES = tuple(Latency.model_fields)
@@ -198,9 +241,9 @@ LATENCY_STAGES = tuple(Latency.model_fields)
 class Capture(_Strict):
     """What a target returned for one case in one run."""
 
-    case_id: str = Field(min_length=1)
+    case_id: Id
     answer: str = ""
-    abstained: bool | None = None
+    abstained: StrictBool | None = None
     references: list[Reference] = []
     retrieved: list[RetrievedChunk] = []
     method: str | None = None
@@ -209,12 +252,7 @@ class Capture(_Strict):
     latency_ms: Latency = Latency()
     folder_mode: str | None = None
     selected_folders: list[str] = []
-    attempts: int | None = Field(default=None, ge=1)  # requests it took (live targets)
-
-    @field_validator("case_id", mode="before")
-    @classmethod
-    def _id_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    attempts: StrictInt | None = Field(default=None, ge=1)  # requests it took (live targets)
 
     @field_validator("answer", mode="before")
     @classmethod

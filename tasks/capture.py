@@ -20,7 +20,8 @@ from raglake.targets.journal import CaptureJournal
 )
 def capture_batch(target: Target, cases: list[GoldenCase], run_id: str, journal: str | None = None) -> list[Capture]:
     """A live target journals each capture, so a retry or a resumed run asks only what is missing."""
-    captures = target.capture(cases, CaptureJournal(journal) if journal and not target.deterministic else None)
+    live = journal and not target.deterministic
+    captures = target.capture(cases, CaptureJournal(journal, target.content_key()) if live else None)
     if target.deterministic:  # a live target reports each case as it arrives
         progress.advance("captures", len(captures))
     return captures

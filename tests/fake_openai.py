@@ -178,16 +178,7 @@ class FakeOpenAI:
         if reply.status != 200:
             err = {"error": {"message": reply.error, "type": "invalid_request_error" if reply.status < 500 else "server_error"}}
             return await _send(send, reply.status, err, reply.headers)
-        completion = {
-            "id": f"chatcmpl-{self._count}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                         "message": {"role": "assistant", "content": reply.content}}],
-        }
-        if reply.prompt_tokens is not None:
-            completion["usage"] = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                                   "total_tokens": reply.prompt_tokens + (reply.completion_tokens or 0)}
-        await _send(send, 200, completion, reply.headers)
+        await _send(send, 200, completion(reply, body, self._count), reply.headers)
 
     # ---- running it ------------------------------------------------------------------------
 
@@ -219,6 +210,20 @@ class FakeOpenAI:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def completion(reply: Reply, body: dict[str, Any], n: int = 1) -> dict[str, Any]:
+    """The chat completion object (the JSON envelope) that carries a 200 `reply` to the request `body`."""
+    out = {
+        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "finish_reason": reply.finish_reason,
+                     "message": {"role": "assistant", "content": reply.content}}],
+    }
+    if reply.prompt_tokens is not None:
+        out["usage"] = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                        "total_tokens": reply.prompt_tokens + (reply.completion_tokens or 0)}
+    return out
 
 
 async def _send(send: Callable, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:

@@ -160,6 +160,42 @@ def test_snippet_required(text, expected):
     assert got is expected
 
 
+CAFE_NFC = "Caf\u00e9"  # precomposed é
+CAFE_NFD = "Cafe\u0301"  # e + combining acute accent
+
+
+@pytest.mark.parametrize(("snippet", "text"), [
+    (CAFE_NFC, f"Lunch at the {CAFE_NFD} on Monday."),
+    (CAFE_NFD, f"Lunch at the {CAFE_NFC} on Monday."),
+    ("CAF\u00c9", f"lunch at the {CAFE_NFD.lower()}"),  # case folded as well
+    ("\u212b ngstr\u00f6m", "A\u030a ngstro\u0308m"),  # Å (angstrom sign) vs A + ring: NFC makes both Å
+])
+def test_snippet_matching_is_unicode_normalised_on_both_sides(snippet, text):
+    segs = ("Notes",)
+    assert fold_text(snippet) in fold_text(text)
+    assert anchor_matches("n.md", segs, "n.md", segs, chunk_text=text, snippets=[snippet], require_snippets=True)
+
+
+def test_unicode_normalisation_keeps_different_letters_apart():
+    """NFC, not NFKC and not accent stripping: 'Cafe' is not 'Café', 'x²' is not 'x2'."""
+    segs = ("Notes",)
+    kw = {"require_snippets": True}
+    assert not anchor_matches("n.md", segs, "n.md", segs, chunk_text="the Cafe", snippets=[CAFE_NFC], **kw)
+    assert not anchor_matches("n.md", segs, "n.md", segs, chunk_text="area x\u00b2", snippets=["x2"], **kw)
+
+
+def test_snippet_normalisation_end_to_end_moves_the_versions():
+    from raglake.anchors import ANCHOR_RULE_VERSION
+    from raglake.metrics.registry import get_metric
+
+    case = _case({"rel_path": "n.md", "heading_path": "Notes", "snippets": [CAFE_NFC]})
+    cap = _capture({"rel_path": "n.md", "heading_path": "Notes", "text": f"the {CAFE_NFD}"})
+    assert score_one(case, cap, "recall_any_at_k", require_snippets=True).value == 1.0
+    assert ANCHOR_RULE_VERSION == "2"
+    for name in ("recall_any_at_k", "recall_all_at_k", "mrr_at_k", "precision_at_k", "ndcg_at_k"):
+        assert get_metric(name).version == "2", name  # a snippet match can change their values
+
+
 def test_snippet_any_of_several_suffices():
     segs = ("Atlas",)
     kw = dict(snippets=["MySQL", "postgres 16"], require_snippets=True)

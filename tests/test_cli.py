@@ -130,3 +130,28 @@ def test_every_bad_golden_file_leaves_an_existing_lake_untouched(tmp_path: Path,
     assert str(result.exception).startswith(f"{bad}:{line}:") and words in str(result.exception)
     assert result.exception.field == field
     assert {p: p.read_bytes() for p in Path(lake).rglob("*") if p.is_file()} == before
+
+
+def _main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """`raglake ARGS` in this process (the console script's own entry point): exit code and output."""
+    from raglake.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["raglake", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return exited.value.code or 0, " ".join(capsys.readouterr().out.split())
+
+
+def test_breakdown_and_trend_refuse_unknown_metrics_and_targets(tmp_path: Path, monkeypatch, capsys) -> None:
+    lake = str(tmp_path / "lake")
+    land(lake, str(FIXTURES / "mini_golden.jsonl"), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-mini")
+    recall = "unknown metric 'recall_any_at_5' (did you mean 'recall_any_at_k'?)"
+    cases = ((("breakdown", "-m", "recall_any_at_5"), recall),
+             (("breakdown", "--long", "-m", "mrr_at_k,mrr_at_kk"), "metric 'mrr_at_kk' (did you mean 'mrr_at_k'?)"),
+             (("trend", "--metric", "recall_any_at_5"), recall),
+             (("trend", "--target", "m11"), "unknown target 'm11' (did you mean 'm1'?)"))
+    for args, words in cases:
+        code, out = _main(monkeypatch, capsys, *args, "--lake", lake)
+        assert code == 2 and out.startswith("error:") and words in out, (args, out)
+    code, out = _main(monkeypatch, capsys, "breakdown", "-m", "recall_any_at_k", "--lake", lake)
+    assert code == 0 and "recall any at k" in out

@@ -29,7 +29,7 @@ def _scores(lake: str) -> dict[tuple[str, str], tuple]:
 
 
 def test_dask_local_cluster_lands_the_same_scores_as_threads(tmp_path: Path) -> None:
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     runs = {}
     for runner in ("thread", "dask"):
@@ -70,7 +70,7 @@ def test_a_misspelled_runner_is_refused_with_a_suggestion() -> None:
 def test_lake_and_result_store_on_fsspec_urls(tmp_path: Path) -> None:
     """What a cluster shares: the lake and Prefect's result store given as URLs (memory:// here,
     s3:// in production) instead of local folders; a repeat run reads its batches back from there."""
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     lake, results = "memory://raglake-url-test/lake", "memory://raglake-url-test/results"
     first = evaluate(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results)

@@ -4,10 +4,10 @@ flow's signature, its schedule parses, and serve.py builds the same deployments.
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import pytest
 import yaml
+from prefect.flows import load_flow_from_entrypoint
 
 from tests.conftest import ROOT
 
@@ -15,12 +15,8 @@ SPEC = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
 
 
 def _flow(entrypoint: str):
-    path, name = entrypoint.split(":")
-    module_spec = importlib.util.spec_from_file_location(f"entry_{name}", ROOT / path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.path.insert(0, str(ROOT))
-    module_spec.loader.exec_module(module)
-    return getattr(module, name)
+    """The flow as a worker loads it: a module path of the installed package, not a file of the checkout."""
+    return load_flow_from_entrypoint(entrypoint, use_placeholder_flow=False)
 
 
 @pytest.mark.parametrize("deployment", SPEC["deployments"], ids=[d["name"] for d in SPEC["deployments"]])
@@ -41,7 +37,7 @@ def test_every_deployment_imports_and_its_parameters_validate(deployment) -> Non
 
 def test_the_nightly_evaluate_and_the_on_demand_rescore_exist() -> None:
     entrypoints = {d["name"]: d["entrypoint"] for d in SPEC["deployments"]}
-    assert entrypoints == {"nightly": "flows/evaluate.py:evaluate", "rescore": "flows/rescore.py:rescore"}
+    assert entrypoints == {"nightly": "raglake.flows.evaluate:evaluate", "rescore": "raglake.flows.rescore:rescore"}
     nightly = next(d for d in SPEC["deployments"] if d["name"] == "nightly")
     assert nightly["schedules"][0]["cron"] == "0 2 * * *"
 

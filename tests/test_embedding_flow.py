@@ -82,8 +82,8 @@ def _same(a: dict, b: dict) -> bool:
 
 def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake_dir: str, monkeypatch) -> None:
     import raglake.embed.prepare
-    from flows.evaluate import evaluate
     from raglake.embed.model import get_embedder
+    from raglake.flows.evaluate import evaluate
 
     golden, captures = inputs
     first = evaluate(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING)

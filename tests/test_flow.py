@@ -7,7 +7,7 @@ import pytest
 
 from raglake.analysis import LakeQueries
 from raglake.errors import InputError
-from raglake.lake.query import fetch, scalar
+from raglake.lake.query import scalar
 from raglake.lake.store import Lake
 from tests.conftest import FIXTURES
 
@@ -19,22 +19,22 @@ TARGET = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
 
 @pytest.fixture
 def scoring_calls(monkeypatch) -> list[int]:
-    import tasks.score
+    import raglake.tasks.score
 
     calls: list[int] = []
-    original = tasks.score.score_batch
+    original = raglake.tasks.score.score_batch
 
     def counting(pairs, *args, **kwargs):
         pairs = list(pairs)
         calls.append(len(pairs))
         return original(pairs, *args, **kwargs)
 
-    monkeypatch.setattr(tasks.score, "score_batch", counting)
+    monkeypatch.setattr(raglake.tasks.score, "score_batch", counting)
     return calls
 
 
 def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_calls: list[int]) -> None:
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     first = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
     assert sorted(scoring_calls) == [1, 3]  # two batches of cases were scored (in either order)
@@ -53,7 +53,7 @@ def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_
 
 
 def test_changed_k_is_a_cache_miss(lake_dir: str, scoring_calls: list[int]) -> None:
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir)
     evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, k=3)
@@ -61,28 +61,28 @@ def test_changed_k_is_a_cache_miss(lake_dir: str, scoring_calls: list[int]) -> N
 
 
 def test_a_crashed_landing_resumes_with_cached_scores(lake_dir: str, scoring_calls: list[int], monkeypatch) -> None:
-    import flows.evaluate
-    import tasks.land
-    from flows.evaluate import evaluate
+    import raglake.flows.evaluate
+    import raglake.tasks.land
+    from raglake.flows.evaluate import evaluate
 
-    monkeypatch.setattr(flows.evaluate, "land", tasks.land.land.with_options(retry_delay_seconds=0))
-    original = tasks.land.land_run
+    monkeypatch.setattr(raglake.flows.evaluate, "land", raglake.tasks.land.land.with_options(retry_delay_seconds=0))
+    original = raglake.tasks.land.land_run
 
     def crash(*args, **kwargs):
         raise OSError("connection to the object store dropped")
 
-    monkeypatch.setattr(tasks.land, "land_run", crash)
+    monkeypatch.setattr(raglake.tasks.land, "land_run", crash)
     with pytest.raises(OSError):
         evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume")
     assert LakeQueries(Lake(lake_dir)).runs() == []
-    monkeypatch.setattr(tasks.land, "land_run", original)
+    monkeypatch.setattr(raglake.tasks.land, "land_run", original)
     assert evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume") == "r-resume"
     assert scoring_calls == [4]  # scored once, before the crash
     assert [r["run_id"] for r in LakeQueries(Lake(lake_dir)).runs()] == ["r-resume"]
 
 
 def test_bad_input_fails_the_flow_before_anything_is_written(lake_dir: str, tmp_path) -> None:
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "question": "q", "category": "factul"}\n')

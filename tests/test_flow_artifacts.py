@@ -33,7 +33,7 @@ def of_run(key: str, run_id: str) -> dict:
 
 
 def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     lake = str(tmp_path / "lake")
     for _ in range(2):  # the second run is summarised against the first

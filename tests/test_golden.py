@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from raglake.analysis import LakeQueries
 from raglake.errors import InputError
 from raglake.golden import load_golden, load_imported_captures, load_labels
+from raglake.lake.query import fetch
+from raglake.lake.store import Lake
 from tests.conftest import FIXTURES
+from tests.lakekit import land
 
 CASES = [
     {"id": "a", "question": "Which database?", "category": "factual", "tags": ["db"],
@@ -139,3 +143,31 @@ def test_label_file_merges_and_rejects_unknown_cases(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_labels(_write(tmp_path / "bad2.jsonl", json.dumps({"case_id": "c1", "answers": [{"helpful": 2}]})), golden)
     assert info.value.field == "answers[0].helpful"
+
+
+def test_a_repeated_tag_counts_the_case_once(tmp_path: Path) -> None:
+    """Issue 10 (1c): `tags: [x, x]` put the case twice into slice x of breakdown and compare."""
+    rows = [json.loads(line) for line in (FIXTURES / "mini_golden.jsonl").read_text().splitlines() if line.strip()]
+    rows[0]["tags"] = ["atlas", "db", "atlas", "db"]
+    path = _write(tmp_path / "g.jsonl", "\n".join(json.dumps(r) for r in rows))
+    lake = str(tmp_path / "lake")
+    land(lake, str(path), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-tags")
+    queries = LakeQueries(Lake(lake))
+    pairs = fetch(queries.con, "SELECT case_id, slice FROM case_slices WHERE run_id = 'r-tags' AND dimension = 'tag'")
+    assert len(pairs) == len(set(pairs)) == sum(len(set(r.get("tags") or ["-"])) for r in rows)
+    db = [r for r in queries.breakdown(["r-tags"], "tag") if r["slice"] == "db" and r["metric"] == "recall_any_at_k"]
+    assert [r["n"] for r in db] == [1]  # only c1 is tagged db
+    assert load_golden(path).by_id()["c1"].tags == ["atlas", "db"]  # first-seen order
+
+
+def test_imported_records_keep_strict_types(tmp_path: Path) -> None:
+    """Issue 10 (7): an imported id or context is not stringified whatever its type."""
+    rows = [{"question": "q", "answer": "a", "contexts": ["fine"]},
+            {"id": ["x"], "question": "q", "answer": "a", "contexts": ["fine"]}]
+    with pytest.raises(InputError) as info:
+        load_golden(_write(tmp_path / "ids.jsonl", "\n".join(json.dumps(r) for r in rows)))
+    assert (info.value.line, info.value.field) == (2, "id")
+    path = _write(tmp_path / "ctx.jsonl", json.dumps({"question": "q", "answer": "a", "contexts": ["fine", {"text": "x"}]}))
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    assert (info.value.line, info.value.field) == (1, "contexts") and "contexts[1]" in info.value.message

@@ -207,7 +207,7 @@ SECRET_VAR = "RAGLAKE_TEST_SECRET"
 def flow_run(prefect_harness, fault_demo: Demo, tmp_path_factory) -> FlowRun:  # noqa: ANN001
     """The sample evaluated through the `evaluate` flow against the faulty demo, with a bearer token
     from an environment variable in the headers."""
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     tmp = tmp_path_factory.mktemp("flow")
     token = "tok-" + secrets.token_urlsafe(24)
@@ -382,9 +382,9 @@ def test_capture_health_by_category(flow_run: FlowRun, golden, fault_demo: Demo)
 def test_compare_reports_an_index_version_change(flow_run: FlowRun, corpus: Path, golden, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from flows.evaluate import evaluate
     from raglake.cli import app
     from raglake.demo.app import Faults
+    from raglake.flows.evaluate import evaluate
 
     changed = tmp_path / "corpus"
     shutil.copytree(corpus, changed)

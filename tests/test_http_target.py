@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from raglake.errors import ConfigError, InputError
+from raglake.errors import InputError
 from raglake.schemas import GoldenCase
 from raglake.targets.http_client import (
     MappingError,
@@ -109,8 +109,10 @@ def test_missing_env_var_fails_the_check_before_anything_is_written(tmp_path: Pa
     config = write_config(tmp_path / "svc.yaml", free_port(),
                           headers={"Authorization": "Bearer ${RAGLAKE_UNSET_TOKEN}"})
     lake = tmp_path / "lake"
-    with pytest.raises(ConfigError, match=r"needs environment variable \$\{RAGLAKE_UNSET_TOKEN\}, which is not set"):
+    with pytest.raises(InputError, match=r"needs environment variable \$\{RAGLAKE_UNSET_TOKEN\}, which is not set") as info:
         plan_run(target=f"http:{config}", golden=str(SAMPLE_GOLDEN), lake=str(lake))
+    line = next(i for i, text in enumerate(config.read_text().splitlines(), start=1) if "Authorization:" in text)
+    assert (info.value.path, info.value.line, info.value.field) == (str(config), line, "headers.Authorization")
     assert not lake.exists()
 
 

@@ -88,7 +88,7 @@ class Judged:
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory) -> Judged:
     """One judged run and the same run again, over one lake and one loopback judge."""
-    from flows.evaluate import evaluate
+    from raglake.flows.evaluate import evaluate
 
     tmp = tmp_path_factory.mktemp("judged")
     golden, target = write_inputs(tmp / "inputs")
@@ -222,8 +222,8 @@ def test_budget_skips_the_rest_and_the_cli_says_so(tmp_path):
 
 
 def test_no_judge_skips_judge_metrics_and_the_summary_says_how_to_configure_one(tmp_path):
-    from flows.evaluate import evaluate
     from raglake.cli import print_run_summary, render
+    from raglake.flows.evaluate import evaluate
 
     golden, target = write_inputs(tmp_path / "inputs")
     lake = str(tmp_path / "lake")

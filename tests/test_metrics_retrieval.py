@@ -301,23 +301,31 @@ def test_ndcg_label_graded_without_supports():
     assert_ok(score_one(c, cap, "ndcg_at_k", k=5), 0.6885288809404666)
 
 
-def test_ndcg_label_wins_over_support_grade():
+def test_ndcg_labelled_match_takes_the_higher_of_label_and_support_grade():
+    # METRICS.md §2: a labelled chunk matching a support takes the higher of the two grades
     c = case(
-        gold_supports=[dict(AUTH, required=True)],  # support grade 2
-        labels={"chunks": [dict(AUTH, topically_relevant=1, evidence_sufficient=0)]},  # label grade 1
+        gold_supports=[dict(AUTH, required=True), BILLING],  # support grades 2 and 1
+        labels={"chunks": [dict(AUTH, topically_relevant=1, evidence_sufficient=0),  # label grade 1 < 2
+                           dict(BILLING, topically_relevant=1, evidence_sufficient=1)]},  # label grade 2 > 1
     )
-    # r1 → AUTH, graded from its labels: g=1 → DCG = 1/log2(2) = 1
-    # IDCG: the support with its grade 2 → 3/log2(2) = 3 → nDCG = 1/3
-    assert_ok(score_one(c, capture(AUTH), "ndcg_at_k"), 1 / 3)
+    # r1 → AUTH: max(1, 2) = 2; r2 → BILLING: max(2, 1) = 2
+    # DCG  = 3/log2(2) + 3/log2(3) = 3 + 1.8927893 = 4.8927893
+    # IDCG = the ideal set holds each support at the best grade seen (2, 2) → the same → 1
+    assert_ok(score_one(c, capture(AUTH, BILLING), "ndcg_at_k"), 1.0)
+    # r1 → OTHER (unlabelled, no support): 0; r2 → AUTH: max(1, 2) = 2. DCG = 3/log2(3) = 1.8927893
+    # IDCG: AUTH at 2, BILLING at its support grade 1 (its label is never seen: not retrieved)
+    #       = 3/log2(2) + 1/log2(3) = 3.6309298 → nDCG = 0.5212920
+    assert_ok(score_one(c, capture(OTHER, AUTH), "ndcg_at_k"), (3 / math.log2(3)) / (3 + 1 / math.log2(3)))
 
 
-def test_ndcg_labelled_irrelevant_match_gets_grade_zero():
+def test_ndcg_labelled_irrelevant_match_keeps_its_support_grade():
     c = case(
         gold_supports=[BILLING],
         labels={"chunks": [dict(BILLING, topically_relevant=0, evidence_sufficient=0)]},
     )
-    # r1 → BILLING but labelled irrelevant → g=0; DCG = 0; IDCG = 1 (the support) → 0
-    assert_ok(score_one(c, capture(BILLING), "ndcg_at_k"), 0.0)
+    # r1 → BILLING, labelled irrelevant (0) but matching a grade-1 support: max(0, 1) = 1
+    # DCG = 1; IDCG = 1 (the support) → 1
+    assert_ok(score_one(c, capture(BILLING), "ndcg_at_k"), 1.0)
 
 
 def test_ndcg_labelled_chunk_matching_no_support_joins_the_ideal_set():

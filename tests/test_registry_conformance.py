@@ -4,8 +4,8 @@ reason; deterministic; complete metadata. And every metric named in §2 and §3 
 
 from __future__ import annotations
 
-import hashlib
 import functools
+import hashlib
 import math
 import os
 import re
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from raglake.embed.prepare import default_encoder, prepare_embeddings
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import FAMILIES, STATUSES, Score, all_metrics
 from raglake.schemas import Capture, GoldenCase
-from raglake.embed.prepare import default_encoder, prepare_embeddings
-from tests.judgekit import judge_outcomes
 from raglake.scoring import score_context
+from tests.judgekit import judge_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -114,7 +114,7 @@ def scoring_ids(lake: str, run_id: str, table: str = "scores") -> dict[str, set[
 
 
 def test_nothing_changed_is_all_cache_hits_and_writes_nothing(lake, run_id):
-    from flows.rescore import rescore
+    from raglake.flows.rescore import rescore
 
     before = lake_files(lake)
     out = one_line(cli("rescore", run_id, "--metrics", ",".join(METRICS), "--lake", lake).output)
@@ -148,7 +148,7 @@ def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scor
     latest = rows(lake, "SELECT metric, scoring_id, metric_version, count(*) FROM scores_latest WHERE run_id = $r "
                         "GROUP BY ALL ORDER BY metric", r=run_id)
     assert latest == sorted([(m, new if m == "mrr_at_k" else original, {"mrr_at_k": "2-test", "abstention_accuracy": "2"}
-                              .get(m, "1"), N_CASES) for m in METRICS])
+                              .get(m, registry.get_metric(m).version), N_CASES) for m in METRICS])
     # the newest values win: every case mrr scored before is 0.25 now; not-answerable ones stay undefined
     new_mrr = dict(rows(lake, "SELECT case_id, value FROM scores_latest WHERE run_id = $r AND metric = 'mrr_at_k' "
                               "AND status = 'ok'", r=run_id))
@@ -167,19 +167,20 @@ def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scor
 def test_metrics_option_limits_the_work_and_a_version_bump_alone_keeps_the_values(lake, run_id, monkeypatch):
     old = dict(rows(lake, "SELECT case_id, value FROM scores WHERE run_id = $r AND metric = 'recall_any_at_k' "
                           "AND status = 'ok'", r=run_id))
+    mrr_version = registry.get_metric("mrr_at_k").version
     bump(monkeypatch, "mrr_at_k", "2-limit", quarter)
     bump(monkeypatch, "recall_any_at_k", "2-limit")  # same function: the values must come back the same
     out = one_line(cli("rescore", run_id, "--metrics", "recall_any_at_k", "--lake", lake).output)
     assert f"recomputed 1 metric(s) ({N_CASES} rows), kept 0 unchanged" in out
     versions = dict(rows(lake, "SELECT metric, any_value(metric_version) FROM scores_latest WHERE run_id = $r "
                                "GROUP BY ALL", r=run_id))
-    assert versions["recall_any_at_k"] == "2-limit" and versions["mrr_at_k"] == "1"
+    assert versions["recall_any_at_k"] == "2-limit" and versions["mrr_at_k"] == mrr_version
     assert dict(rows(lake, "SELECT case_id, value FROM scores_latest WHERE run_id = $r AND metric = 'recall_any_at_k' "
                            "AND status = 'ok'", r=run_id)) == old  # rebuilt from the captures in the lake
 
     out = one_line(cli("rescore", run_id, "-m", ",".join(METRICS), "--dry-run", "--lake", lake).output)
     assert f"run {run_id}: 1 to recompute, {len(METRICS) - 1} kept" in out
-    assert "mrr_at_k" in out and "metric version 1 → 2-limit" in out and "recall_any_at_k" not in out
+    assert "mrr_at_k" in out and f"metric version {mrr_version} → 2-limit" in out and "recall_any_at_k" not in out
 
 
 def test_dry_run_says_what_would_be_recomputed_and_writes_nothing(lake, run_id, monkeypatch):
@@ -278,15 +279,16 @@ def test_runs_are_chosen_by_id_date_range_or_all(dated, args, expected):
 def test_the_flow_rescores_the_runs_of_a_date_range(dated, monkeypatch):
     import datetime as dt
 
-    from flows.rescore import rescore
+    from raglake.flows.rescore import rescore
 
+    v = registry.get_metric("recall_any_at_k").version
     bump(monkeypatch, "recall_any_at_k", "2-dated")
     report = rescore(since=dt.date(2026, 1, 2), metrics=["recall_any_at_k"], lake=dated)
     assert sorted(report["runs"]) == ["r-jan03", "r-jan09"] and not report["dry_run"]
     assert [(r["recompute"], r["rows"]) for r in report["runs"].values()] == [(1, N_CASES)] * 2
     versions = rows(dated, "SELECT run_id, list(DISTINCT metric_version ORDER BY metric_version) FROM scores "
                            "GROUP BY ALL ORDER BY run_id")
-    assert versions == [("r-jan01", ["1"]), ("r-jan03", ["1", "2-dated"]), ("r-jan09", ["1", "2-dated"])]
+    assert versions == [("r-jan01", [v]), ("r-jan03", sorted([v, "2-dated"])), ("r-jan09", sorted([v, "2-dated"]))]
 
 
 @pytest.mark.parametrize(("args", "words"), [

@@ -195,3 +195,15 @@ def test_scores_latest_keeps_the_newest_scoring(tmp_path: Path) -> None:
     latest = fetch(q.con, "SELECT value, metric_version FROM scores_latest WHERE case_id='c1' AND metric='mrr_at_k'")
     assert latest == [(0.25, "2")]
     assert scalar(q.con, "SELECT count(*) FROM scores WHERE case_id='c1' AND metric='mrr_at_k'") == 2
+
+
+def test_unknown_metric_or_target_is_an_error_with_a_suggestion(lake) -> None:
+    q, _ = lake
+    with pytest.raises(UnknownNameError, match=r"metric 'recall_any_at_5' \(did you mean 'recall_any_at_k'\?\)"):
+        q.trend("recall_any_at_5")
+    with pytest.raises(UnknownNameError, match=r"unknown target 'god' \(did you mean 'good'\?\)"):
+        q.trend("recall_any_at_k", target="god")
+    with pytest.raises(UnknownNameError, match="did you mean 'mrr_at_k'"):
+        q.check_metrics(["recall_any_at_k", "mrr_at_kk"])
+    q.check_metrics(["recall_any_at_k", "mrr_at_k"])  # known names pass
+    assert q.trend("recall_any_at_k", target="good")  # and still answer

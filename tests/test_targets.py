@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from raglake.analysis import LakeQueries
 from raglake.errors import InputError, UnknownNameError
 from raglake.golden import load_golden
 from raglake.lake.query import fetch
 from raglake.lake.store import Lake
-from raglake.analysis import LakeQueries
 from raglake.targets import make_target
 from tests.conftest import FIXTURES
 from tests.lakekit import land

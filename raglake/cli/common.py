@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from raglake.analysis import LakeQueries
-from raglake.cli import render
+from raglake.cli import interrupt, render
+from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
 from raglake.metrics.registry import all_metrics
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The `raglake` command line: run evaluations and ask the lake questions.",
@@ -45,12 +46,11 @@ def _judge_endpoint(judge: str | None, remote: dict | None, settings: dict) -> I
     if judge != "local":
         yield remote
         return
-    from raglake.judge.local import LOCAL_MODEL, local_judge_server
-
     render.console.print("starting the local judge (llama.cpp, SmolLM2-135M: weak, for a fully offline pipeline) …")
-    with local_judge_server() as base_url:
+    server = LocalJudgeServer()
+    with interrupt.cleanup(server.stop), server:  # an interrupted run stops it too
         # llama.cpp's server answers one request at a time on this CPU: queueing more only times them out
-        yield dict(settings, base_url=base_url, model=LOCAL_MODEL, label="local", concurrency=1,
+        yield dict(settings, base_url=server.base_url, model=LOCAL_MODEL, label="local", concurrency=1,
                    timeout_s=max(settings["timeout_s"], 600.0))
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from raglake import progress
+from raglake import prefect_settings
 from raglake.analysis import LakeQueries
 from raglake.cli import render
 from raglake.cli.common import (
     LakeOpt,
-    _judge_endpoint,
     _split,
     app,
     print_comparison,
@@ -62,7 +60,7 @@ def run(
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
     from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
 
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+    prefect_settings.apply(verbose=verbose)
 
     targets = target or [DEFAULT_TARGET]
     RunnerSpec.parse(runner)  # a bad --runner fails before any work
@@ -85,14 +83,16 @@ def run(
                    embedder=embedder, scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
                                                    bertscore_idf=bertscore_idf))
     remote = dict(judge_settings, base_url=judge_base_url, model=judge_model) if judge_base_url else None
-    for spec in targets:  # check every input before the first run starts
-        plan_run(target=spec, run_id=run_id, judge=remote or (dict(judge_settings, base_url="http://127.0.0.1:1/v1",
-                 model="local") if judge == "local" else None), spot_check=spot, **options)
-    from flows.evaluate import evaluate
+    # check every input before the first run starts; the run ids are fixed now, so that an interrupted
+    # run can be named (and finished with the same --run-id)
+    checked_judge = remote or (dict(judge_settings, base_url="http://127.0.0.1:1/v1", model="local")
+                               if judge == "local" else None)
+    planned = [plan_run(target=spec, run_id=run_id, judge=checked_judge, spot_check=spot, **options).run_id
+               for spec in targets]
+    from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
 
-    with _judge_endpoint(judge, remote, judge_settings) as judge_config, progress.reporting(render.console, not quiet):
-        run_ids = [evaluate(target=spec, run_id=run_id, judge=judge_config, spot_check=spot, runner=runner, **options)
-                   for spec in targets]
+    run_ids = flowrun.evaluate_targets(targets, planned, judge=judge, remote=remote, judge_settings=judge_settings,
+                                       quiet=quiet, options=dict(options, spot_check=spot, runner=runner))
     q = LakeQueries(Lake(lake))
     for rid in run_ids:
         print_run_summary(q, rid)
@@ -158,11 +158,10 @@ def rescore(
             calls = estimate_judge_calls(stored, todo, judge_config, q.lake.url)
             render.console.print(f"judge calls: about {calls['calls']} ({calls['in_ledger']} already in the ledger, free)")
         return
-    from flows.rescore import rescore as rescore_flow
+    from raglake.cli import flowrun  # here, not at the top: a dry run (and every read command) never imports Prefect
 
-    with progress.reporting(render.console, not quiet):
-        report = rescore_flow(run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder, judge=judge,
-                              runner=str(RunnerSpec.parse(runner)))
+    report = flowrun.rescore_runs(quiet=quiet, run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder,
+                                  judge=judge, runner=str(RunnerSpec.parse(runner)))
     for run_id, r in report["runs"].items():
         render.console.print(f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), "
                              f"kept {r['keep']} unchanged")

@@ -38,10 +38,12 @@ def breakdown(
     check_dimension(by)
     q = LakeQueries(Lake(lake))
     run_ids = q.run_ids(run) if run else (latest_per_target(q.con) if by == "target" else q.run_ids(["latest"]))
-    rows = q.breakdown(run_ids, by)
     chosen = _split(metrics)
+    q.check_metrics(chosen)
+    rows = q.breakdown(run_ids, by)
     if long:
-        render.console.print(render.rows_table(rows, f"breakdown by {by}", 5000))
+        shown = [r for r in rows if r["metric"] in chosen] if chosen else rows
+        render.console.print(render.rows_table(shown, f"breakdown by {by}", 5000))
         return
     render.console.print(render.pivot_table(rows, _headline(rows, chosen), f"breakdown by {by}: mean (n) · runs {', '.join(run_ids)}"))
 

@@ -85,6 +85,8 @@ def parse_json(text: str | None) -> tuple[Any, str | None]:
             return json.loads(candidate, strict=False), None
         except json.JSONDecodeError as e:
             error = f"invalid JSON: {e.msg} (line {e.lineno} column {e.colno})"
+        except RecursionError:
+            error = "invalid JSON: nested too deeply"
     return None, error
 
 
@@ -197,6 +199,7 @@ class JudgeGateway:
                 response = await self.client.post("/chat/completions", cast_to=dict, body={
                     "model": self.config.model, "messages": messages, "temperature": 0, "seed": self.config.seed,
                     "max_tokens": max_tokens, **self._format(prompt)})
+                reply = _reply(response, usage)
             except openai.APIStatusError as e:
                 if self.format_mode != "none" and "response_format" in str(e).lower():
                     # the server refuses this structured-output form (some answer 400, llama.cpp 500): step down
@@ -210,8 +213,10 @@ class JudgeGateway:
                 error, retryable = f"no reply within {self.config.timeout_s:g} s", True
             except openai.APIConnectionError as e:
                 error, retryable = f"connection error: {e}", True
+            except (ValueError, RecursionError) as e:  # a 200 that is no chat completion: retried like a 5xx
+                error, retryable = f"malformed reply: {_malformed(e)}", True
             else:
-                return _reply(response, usage)
+                return reply
             if not retryable or attempt > self.config.max_retries:
                 return _Attempt(error=f"{error} (after {attempt} attempt(s))")
             usage.retries += 1
@@ -230,18 +235,48 @@ class JudgeGateway:
         return {}
 
 
+class MalformedReply(ValueError):
+    """An HTTP 200 whose body is not a usable chat completion (a proxy's page, a cut-off envelope, no choices)."""
+
+
 def _reply(response: Any, usage: _Attempt) -> _Attempt:
-    """The text and finish reason of a chat completion (a JSON object), its token usage added to `usage`."""
-    if not isinstance(response, dict):
-        return _Attempt(error=f"the reply is not a JSON object: {str(response)[:200]}")
-    counts = response.get("usage") or {}
-    usage.prompt_tokens += int(counts.get("prompt_tokens") or 0)
-    usage.completion_tokens += int(counts.get("completion_tokens") or 0)
-    choices = response.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
-        return _Attempt(error="the reply has no choices")
-    message = choices[0].get("message") or {}
-    return _Attempt(text=message.get("content"), finish_reason=choices[0].get("finish_reason"))
+    """The text and finish reason of a chat completion (a JSON object), its token usage added to `usage`;
+    MalformedReply when the envelope does not hold them."""
+    if not isinstance(response, dict):  # the client hands over the text of a body that is not JSON
+        raise MalformedReply(f"the reply is not a JSON object: {str(response)[:200]}")
+    counts = response.get("usage")
+    if isinstance(counts, dict):
+        usage.prompt_tokens += _count(counts.get("prompt_tokens"))
+        usage.completion_tokens += _count(counts.get("completion_tokens"))
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedReply("the reply has no choices")
+    message, finish = choices[0].get("message"), choices[0].get("finish_reason")
+    if not isinstance(message, dict):
+        raise MalformedReply("the reply has no message")
+    text = message.get("content")
+    if text is not None and not isinstance(text, str):
+        raise MalformedReply(f"the message content is a {type(text).__name__}, not text")
+    if text is None and finish != "length":  # cut off before any text: the truncation retry handles it
+        refusal = message.get("refusal")
+        raise MalformedReply("the message has no content" + (f" (refusal: {str(refusal)[:200]})" if refusal else ""))
+    return _Attempt(text=text, finish_reason=finish)
+
+
+def _count(value: Any) -> int:
+    """A token count from the reply's usage; 0 for anything that is not a count."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e12 else 0
+
+
+def _malformed(e: ValueError | RecursionError) -> str:
+    """Why a reply body is no chat completion, naming the decoder's exception where it was one."""
+    if isinstance(e, MalformedReply):
+        return str(e)
+    if isinstance(e, json.JSONDecodeError):
+        return f"JSONDecodeError: {e.msg} (line {e.lineno} column {e.colno})"
+    if isinstance(e, RecursionError):
+        return "RecursionError: the JSON is nested too deeply"
+    return f"{type(e).__name__}: {str(e)[:300]}"
 
 
 def _retry_after(response: Any) -> float | None:

@@ -39,33 +39,66 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def local_judge_server(startup_timeout_s: float = 120.0, n_ctx: int = 4096) -> Iterator[str]:
-    """Start llama.cpp's server on a free loopback port; yields its base URL; stops it at the end."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise ConfigError(f"no package llama-cpp-python: {INSTALL_HINT}")
-    model, port = gguf_path(), free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", LOCAL_MODEL,
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--verbose", "false"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + startup_timeout_s
+class LocalJudgeServer:
+    """llama.cpp's server process for one run: `start()` returns its base URL once it answers, `stop()`
+    ends it. `stop()` may be called at any time, twice, or from a signal handler while `start()` waits."""
+
+    def __init__(self, startup_timeout_s: float = 120.0, n_ctx: int = 4096):
+        self.startup_timeout_s, self.n_ctx = startup_timeout_s, n_ctx
+        self.process: subprocess.Popen | None = None
+        self.base_url: str | None = None
+
+    def start(self) -> str:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigError(f"no package llama-cpp-python: {INSTALL_HINT}")
+        model, port = gguf_path(), free_port()
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", LOCAL_MODEL,
+                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.n_ctx), "--verbose", "false"]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        try:
+            self._wait_ready(self.process, base_url)
+        except BaseException:
+            self.stop()
+            raise
+        self.base_url = base_url
+        return base_url
+
+    def _wait_ready(self, process: subprocess.Popen, base_url: str) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
         while True:
             if process.poll() is not None:
                 raise ConfigError(f"the local judge server exited ({process.returncode}): {process.stderr.read()[-2000:]}")
             try:
                 if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
+                    return
             except httpx.HTTPError:
                 pass  # not listening yet
             if time.monotonic() > deadline:
-                raise ConfigError(f"the local judge server did not answer within {startup_timeout_s:g} s")
+                raise ConfigError(f"the local judge server did not answer within {self.startup_timeout_s:g} s")
             time.sleep(0.5)
-        yield base_url
-    finally:
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
         process.terminate()
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait(timeout=10)
+
+    def __enter__(self) -> LocalJudgeServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def local_judge_server(startup_timeout_s: float = 120.0, n_ctx: int = 4096) -> Iterator[str]:
+    """Start llama.cpp's server on a free loopback port; yields its base URL; stops it at the end."""
+    with LocalJudgeServer(startup_timeout_s, n_ctx) as server:
+        yield server.base_url

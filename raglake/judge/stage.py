@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raglake import progress
+from raglake.errors import unexpected_error
 from raglake.judge.budget import Budget
 from raglake.judge.config import JudgeConfig
 from raglake.judge.gateway import GatewayStats, JudgeGateway
@@ -85,7 +86,10 @@ async def _run_steps(judge: Judge, work: list[tuple[str, str, CaseView]], stage:
     progress.start(stage, len(work), "steps")
 
     async def one(step: str, view: CaseView) -> StepOutcome:
-        outcome = await STEPS[step](judge, view)
+        try:
+            outcome = await STEPS[step](judge, view)
+        except Exception as e:  # noqa: BLE001 - one step's surprise is its case's judge_error, never the stage's
+            outcome = StepOutcome("judge_error", reason=f"judge_error: {unexpected_error(e)}")
         progress.advance(stage)
         return outcome
 

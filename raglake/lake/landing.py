@@ -96,8 +96,24 @@ def scores_table(scored: ScoredBatch, scoring_id: str, scored_at: dt.datetime) -
     return to_arrow(TABLES["scores"], cols)
 
 
+RUN_TABLES = tuple(name for name, spec in TABLES.items() if spec.partition == "run_id")
+
+
 def is_committed(lake: Lake, run_id: str) -> bool:
     return any(f"/{run_id}.parquet" in f.replace("\\", "/") for f in lake.files("runs"))
+
+
+def clear_uncommitted(lake: Lake, run_id: str) -> list[str]:
+    """Remove whatever earlier attempts of an uncommitted run left: every file of the run in every
+    run_id-partitioned table, whatever its name or the settings it was written with, and the temp
+    files of an interrupted commit. Returns what was removed.
+
+    An uncommitted run has no visible rows by definition, so nothing a reader could see goes."""
+    if is_committed(lake, run_id):
+        raise LakeError(f"run {run_id} is already in the lake at {lake.url}; choose another --run-id")
+    stale = [f for name in RUN_TABLES for f in lake.partition_files(name, run_id)] + lake.temp_files("runs", run_id)
+    lake.remove(stale)
+    return stale
 
 
 def land_run(
@@ -110,9 +126,7 @@ def land_run(
     scoring_id: str,
     coverage: dict[str, list[Any]] | None = None,
 ) -> None:
-    """Write the run's files (replacing only this run's own uncommitted files), then its runs row."""
-    if is_committed(lake, run.run_id):
-        raise LakeError(f"run {run.run_id} is already in the lake at {lake.url}; choose another --run-id")
+    """Clear what earlier attempts of the run left, write the run's files, then its runs row."""
     tables = {
         "cases": to_arrow(TABLES["cases"], case_columns(cases, captures)),
         "chunks": to_arrow(TABLES["chunks"], scored.chunks),
@@ -122,7 +136,11 @@ def land_run(
     }
     if coverage:
         tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
-    for name, table in tables.items():
-        stem = scoring_id if name == "scores" else run.run_id
-        lake.write(name, run.run_id, table, stem, replace_uncommitted=True)
+    clear_uncommitted(lake, run.run_id)
+    written = {lake.write(name, run.run_id, table, scoring_id if name == "scores" else run.run_id)
+               for name, table in tables.items()}
+    found = {f for name in RUN_TABLES for f in lake.partition_files(name, run.run_id)}
+    if found != written or is_committed(lake, run.run_id):
+        raise LakeError(f"another process is landing run {run.run_id} in {lake.url} at the same time; "
+                        "nothing was committed: run it again with another --run-id")
     lake.write("runs", run.started_at.date().isoformat(), to_arrow(TABLES["runs"], run.columns()), run.run_id)

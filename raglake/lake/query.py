@@ -4,20 +4,34 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from raglake.errors import ConfigError, UnknownNameError
+from raglake.errors import ConfigError, LakeError, UnknownNameError
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
 from raglake.metrics.registry import all_metrics
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+SQL_DIR: Traversable = resources.files("raglake.sql")  # sql/ in a checkout, raglake/sql/ in an installed wheel
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_]\w*)")
 _COMMENT = re.compile(r"--[^\n]*")
+# what `raglake sql` runs: queries (WITH, DESCRIBE, SHOW, SUMMARIZE, VALUES parse as SELECT) and EXPLAIN of one
+READ_ONLY = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\b\s*(?:ANALY[SZ]E\b)?\s*(?:\([^)]*\))?", re.IGNORECASE)
+
+
+def _sql_files(folder: str = "") -> dict[str, Traversable]:
+    """name -> file of the *.sql files in SQL_DIR (or its subfolder), by name; none is a broken install."""
+    where = SQL_DIR.joinpath(folder) if folder else SQL_DIR
+    entries = where.iterdir() if where.is_dir() else ()
+    found = {f.name.removesuffix(".sql"): f for f in entries if f.name.endswith(".sql")}
+    if not found:
+        raise LakeError(f"no SQL files in {where}: raglake is installed without its SQL (reinstall the package)")
+    return dict(sorted(found.items()))
 
 
 def _registry_table() -> pa.Table:
@@ -37,18 +51,23 @@ def _read(con: duckdb.DuckDBPyConnection, files: list[str], name: str) -> duckdb
 
 
 def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB whose views read the lake's committed runs.
+    """An in-memory DuckDB whose views read the lake's committed runs, read-only.
 
     `runs` (the commit log, one small file per run) is read once into a table; every other table's
     view lists only the files of committed runs (a run's rows are visible only once its runs row,
     written last, exists), so no query pays for a scan of every runs file or a semi-join. The
-    lake's files never change once written, so Parquet footers are cached for the connection."""
+    lake's files never change once written, so Parquet footers are cached for the connection.
+
+    Once the views exist, file access is limited to the files they read and the configuration is
+    locked: no query on the connection can write a file, read another one, attach a database or load
+    an extension."""
     con = duckdb.connect()
     if not lake.is_local:
         con.register_filesystem(lake.fs)
     con.execute("SET parquet_metadata_cache = true")
     con.execute("SET enable_progress_bar = false")  # the CLI prints its own output
-    _read(con, lake.files("runs"), "runs").create_view("_raw_runs")
+    readable = lake.files("runs")
+    _read(con, readable, "runs").create_view("_raw_runs")
     con.execute("CREATE TEMP TABLE runs AS SELECT * FROM _raw_runs")
     committed = {row[0] for row in fetch(con, "SELECT DISTINCT run_id FROM runs")}
     for name, spec in TABLES.items():
@@ -59,21 +78,31 @@ def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
             files = [f for f in files if _partition_value(f) in committed]
         # judge_calls: paid for whether or not the run finished, so always visible
         _read(con, files, name).create_view(name)
+        readable += files
     con.from_arrow(_registry_table()).create_view("metrics")
-    for view in sorted((SQL_DIR / "views").glob("*.sql")):
-        con.execute(view.read_text())
+    for view in _sql_files("views").values():
+        con.execute(view.read_text(encoding="utf-8"))
+    _lock(con, readable)
     return con
 
 
+def _lock(con: duckdb.DuckDBPyConnection, readable: list[str]) -> None:
+    """Only `readable` may be opened from now on (DuckDB writes through a temp file beside its
+    target, so even these cannot be overwritten), and no setting can be changed back."""
+    con.sql("SET allowed_paths = $paths", params={"paths": readable})
+    con.sql("SET enable_external_access = false")
+    con.sql("SET lock_configuration = true")
+
+
 def query_names() -> list[str]:
-    return sorted(p.stem for p in SQL_DIR.glob("*.sql"))
+    return list(_sql_files())
 
 
 def sql_text(name: str) -> str:
-    path = SQL_DIR / f"{name}.sql"
-    if not path.exists():
-        raise UnknownNameError("query", name, query_names())
-    return path.read_text()
+    queries = _sql_files()
+    if name not in queries:
+        raise UnknownNameError("query", name, queries)
+    return queries[name].read_text(encoding="utf-8")
 
 
 def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:
@@ -96,8 +125,36 @@ def scalar(con: duckdb.DuckDBPyConnection, text: str, **params: Any) -> Any:
     return rows[0][0] if rows else None
 
 
+def _kind(statement: Any) -> duckdb.StatementType:
+    """A statement's type; an EXPLAIN takes the type of what it explains (EXPLAIN ANALYZE runs it)."""
+    if statement.type != duckdb.StatementType.EXPLAIN:
+        return statement.type
+    inner = _EXPLAIN.sub("", statement.query, count=1)
+    kinds = [s.type for s in duckdb.extract_statements(inner)] if inner.strip() else []
+    return next((k for k in kinds if k not in READ_ONLY), statement.type)
+
+
+def check_read_only(text: str) -> None:
+    """Refuse SQL that is not a query: every statement must be a SELECT (WITH, DESCRIBE, SHOW, …)
+    or an EXPLAIN of one, as DuckDB's own parser classifies it."""
+    try:
+        statements = duckdb.extract_statements(text)
+        kinds = [_kind(s) for s in statements]
+    except duckdb.Error as e:
+        raise ConfigError(f"SQL error: {e}") from None
+    if not statements:
+        raise ConfigError("no SQL statement given")
+    for i, kind in enumerate(kinds, 1):
+        if kind not in READ_ONLY:
+            where = f" (statement {i} of {len(kinds)})" if len(kinds) > 1 else ""
+            raise ConfigError(f"refused a {kind.name} statement{where}: the lake is read-only to queries; "
+                              f"`raglake sql` runs SELECT, WITH, DESCRIBE, SHOW and EXPLAIN over the lake views")
+
+
 def run_sql(con: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
-    """A user's own SELECT over the lake views."""
+    """A user's own read-only query over the lake views (see `check_read_only`); several statements
+    run in order and the last one's rows come back."""
+    check_read_only(text)
     try:
         return con.sql(text).to_arrow_table()
     except duckdb.Error as e:

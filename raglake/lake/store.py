@@ -40,8 +40,9 @@ class Lake:
     def write(self, table: str, partition_value: str, data: pa.Table, stem: str, *, replace_uncommitted: bool = False) -> str:
         """Write one new file atomically (temp name, then rename).
 
-        An existing file is never replaced, except a run's own files from an attempt that crashed
-        before its `runs` row landed (`replace_uncommitted`; readers never saw those files)."""
+        An existing file is never replaced (on a local lake the rename itself refuses, so two writers
+        cannot both win), except with `replace_uncommitted`: a run's own files from an attempt that
+        crashed before its `runs` row landed (readers never saw those files)."""
         spec = TABLES[table]
         if data.schema != spec.schema:
             raise LakeError(f"data for {table} does not have the table's schema:\n{data.schema}")
@@ -54,11 +55,37 @@ class Lake:
         try:
             with self.fs.open(tmp, "wb") as f:
                 pq.write_table(data, f, compression="zstd")
-            self.fs.mv(tmp, final)
+            self._publish(tmp, final, replace_uncommitted)
         finally:
             if self.fs.exists(tmp):
                 self.fs.rm(tmp)
         return final
+
+    def _publish(self, tmp: str, final: str, replace: bool) -> None:
+        """Rename the finished temp file into place; without `replace`, never over an existing file."""
+        if not self.is_local or replace:
+            self.fs.mv(tmp, final)
+            return
+        try:
+            os.link(tmp, final)  # atomic, and fails when `final` exists (a rename would replace it)
+        except FileExistsError:
+            raise LakeError(f"{final} already exists; the lake is append-only") from None
+        except OSError:  # a filesystem without hard links: the existence check in write() is the guard
+            self.fs.mv(tmp, final)
+
+    def partition_files(self, table: str, partition_value: str) -> list[str]:
+        """Every file in one partition folder, temp files of interrupted writes included."""
+        folder = self._dir(TABLES[table], partition_value)
+        return sorted(self.fs.ls(folder, detail=False)) if self.fs.isdir(folder) else []
+
+    def temp_files(self, table: str, stem: str) -> list[str]:
+        """Temp files that an interrupted write of `stem` left in any partition of a table."""
+        spec = TABLES[table]
+        return sorted(self.fs.glob(f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}=*/.{stem}.*.parquet.tmp"))
+
+    def remove(self, paths: list[str]) -> None:
+        for path in paths:
+            self.fs.rm(path)
 
     def files(self, table: str) -> list[str]:
         """Every committed parquet file of a table (temporary files are never listed)."""

@@ -121,8 +121,7 @@ def register(
 
 def _load_builtin_metrics() -> None:
     # importing the modules registers their metrics
-    from raglake.metrics import (  # noqa: F401
-        abstention, coverage, embedding, judge, judge_run, labels, operational, retrieval)
+    from raglake.metrics import abstention, coverage, embedding, judge, judge_run, labels, operational, retrieval  # noqa: F401
 
 
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:

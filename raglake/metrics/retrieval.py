@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from raglake.anchors import path_under_folder
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, register
+from raglake.schemas import GoldSupport
 
 # ---- pure formulas ---------------------------------------------------------------------------
 
@@ -44,7 +45,7 @@ def support_grade(required: bool, has_snippets: bool) -> int:
 _NO_SUPPORTS = "no_gold_supports"
 
 
-@register("recall_any_at_k", family="retrieval", scale="binary", higher_is_better=True, seed="001",
+@register("recall_any_at_k", family="retrieval", version="2", scale="binary", higher_is_better=True, seed="001",
           applies_to="answerable", inputs=("retrieved", "gold_supports"))
 def recall_any_at_k(ctx: CaseContext) -> Score:
     """1 if any top-K chunk matches any gold support, else 0."""
@@ -53,7 +54,7 @@ def recall_any_at_k(ctx: CaseContext) -> Score:
     return Score.ok(float(any(ctx.matches)))
 
 
-@register("recall_all_at_k", family="retrieval", scale="binary", higher_is_better=True, seed="001",
+@register("recall_all_at_k", family="retrieval", version="2", scale="binary", higher_is_better=True, seed="001",
           inputs=("retrieved", "gold_supports", "required_support_groups"))
 def recall_all_at_k(ctx: CaseContext) -> Score:
     """1 if every required support group has a top-K match, else 0."""
@@ -64,7 +65,7 @@ def recall_all_at_k(ctx: CaseContext) -> Score:
     return Score.ok(float(all(any(i in hit for i in group) for group in groups)))
 
 
-@register("mrr_at_k", family="retrieval", scale="0-1", higher_is_better=True, seed="001,000",
+@register("mrr_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="001,000",
           applies_to="answerable", inputs=("retrieved", "gold_supports"))
 def mrr_at_k(ctx: CaseContext) -> Score:
     """1 / rank of the first top-K chunk matching a gold support, 0 if none."""
@@ -73,7 +74,7 @@ def mrr_at_k(ctx: CaseContext) -> Score:
     return Score.ok(reciprocal_rank([c.rank for c, m in zip(ctx.top, ctx.matches) if m]))
 
 
-@register("precision_at_k", family="retrieval", scale="0-1", higher_is_better=True, seed="001",
+@register("precision_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="001",
           applies_to="answerable", inputs=("retrieved", "gold_supports"))
 def precision_at_k(ctx: CaseContext) -> Score:
     """(# top-K chunks matching any gold support) / K; missing ranks count as not relevant."""
@@ -82,20 +83,34 @@ def precision_at_k(ctx: CaseContext) -> Score:
     return Score.ok(sum(1 for m in ctx.matches if m) / ctx.k)
 
 
+def _credit_order(supports: Sequence[GoldSupport], grades: dict[int, float]) -> dict[int, int]:
+    """Which support a chunk credits first when it matches several uncredited ones: the best grade,
+    then the most specific anchor (a later chunk under the deeper one also matches the shallower
+    ones), then the anchor and snippets themselves. A function of content only, never of the position
+    in gold_supports; supports tied on this key match the same chunks with the same grade."""
+    def key(i: int) -> tuple:
+        s = supports[i]
+        return -grades[i], -len(s.heading_path), s.heading_path, sorted(s.snippets)
+
+    return {i: pos for pos, i in enumerate(sorted(range(len(supports)), key=key))}
+
+
 def _ndcg_grades(ctx: CaseContext) -> tuple[list[tuple[int, float]], list[float]]:
     """(rank, grade) of the top-K chunks and the grades of the known relevant set.
 
-    A chunk's grade comes from its human labels when labelled, otherwise from the gold support it
-    matches. Each relevance unit (a gold support, or a labelled passage matching no support) is
-    credited once, at its first chunk; the ideal set holds each unit at the best grade seen for it.
+    Each relevance unit (a gold support, or a labelled passage matching no support) is credited once,
+    at its first chunk; a chunk matching several uncredited supports credits the best of them
+    (`_credit_order`). The chunk's grade is the credited support's, or its label grade when labelled
+    (the higher of the two when both); the ideal set holds each unit at the best grade seen for it.
     """
     supports = ctx.case.gold_supports
-    ideal: dict[object, float] = {i: support_grade(s.required, bool(s.snippets)) for i, s in enumerate(supports)}
+    own: dict[object, float] = {i: support_grade(s.required, bool(s.snippets)) for i, s in enumerate(supports)}
+    ideal, order = dict(own), _credit_order(supports, own)
     credited: set[object] = set()
     ranked: list[tuple[int, float]] = []
     for chunk, matched, label in zip(ctx.top, ctx.matches, ctx.chunk_labels):
         labelled = label is not None and (label.topically_relevant is not None or label.evidence_sufficient is not None)
-        unit: object | None = next((i for i in sorted(matched) if i not in credited), None)
+        unit: object | None = min((i for i in matched if i not in credited), key=order.__getitem__, default=None)
         if unit is None and labelled and not matched:
             unit = ("label", label.rel_path, label.heading_path)
             if unit in credited:
@@ -103,17 +118,19 @@ def _ndcg_grades(ctx: CaseContext) -> tuple[list[tuple[int, float]], list[float]
         if unit is None:
             ranked.append((chunk.rank, 0.0))
             continue
-        grade = float(label_grade(label.topically_relevant, label.evidence_sufficient)) if labelled else ideal[unit]
+        grade = own.get(unit, 0.0)
+        if labelled:
+            grade = max(grade, float(label_grade(label.topically_relevant, label.evidence_sufficient)))
         ideal[unit] = max(ideal.get(unit, 0.0), grade)
         credited.add(unit)
         ranked.append((chunk.rank, grade))
     return ranked, list(ideal.values())
 
 
-@register("ndcg_at_k", family="retrieval", scale="0-1", higher_is_better=True, seed="000,001",
+@register("ndcg_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="000,001",
           inputs=("retrieved", "gold_supports", "labels"))
 def ndcg_at_k(ctx: CaseContext) -> Score:
-    """DCG@K / IDCG@K with graded gains 2^g − 1; a gold support is credited once, at its first match."""
+    """DCG@K / IDCG@K, gains 2^g − 1; each gold support credited once, at its first match, best grade first."""
     if not ctx.case.gold_supports and not any(ctx.chunk_labels):
         return Score.undefined("no_gold_supports_or_labels")
     ranked, ideal_grades = _ndcg_grades(ctx)

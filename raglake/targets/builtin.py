@@ -14,11 +14,11 @@ from urllib.parse import parse_qsl
 
 from raglake.builtin.chunker import ChunkSettings
 from raglake.builtin.index import Index, IndexManifest, build_index, corpus_files, index_version
-from raglake.builtin.rag import RagSettings, ReferenceRag
+from raglake.builtin.rag import METHOD, RagSettings, ReferenceRag
 from raglake.embed.cache import TextEncoder, default_cache_root
 from raglake.embed.model import get_embedder
 from raglake.embed.prepare import text_encoder
-from raglake.errors import ConfigError, UnknownNameError
+from raglake.errors import ConfigError, UnknownNameError, unexpected_error
 from raglake.golden import GoldenSet
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.base import safe_name
@@ -96,7 +96,10 @@ class BuiltinTarget:
         out = []
         for case, vector in zip(cases, vectors):
             t = time.perf_counter()
-            capture = rag.query(case.id, vector, share_ms)
+            try:
+                capture = rag.query(case.id, vector, share_ms)
+            except Exception as e:  # noqa: BLE001 - one case's surprise is that case's error, never the batch's
+                capture = Capture(case_id=case.id, status="error", error=unexpected_error(e), method=METHOD)
             capture.latency_ms.wall = round((time.perf_counter() - t) * 1000 + share_ms, 3)
             out.append(capture)
         return out

@@ -8,15 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
 
 from raglake import progress
 from raglake.builtin.index import IndexManifest
-from raglake.errors import ConfigError
 from raglake.golden import GoldenSet
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.base import safe_name
-from raglake.targets.http_client import capture_all
+from raglake.targets.http_client import SharedLimit, capture_all, json_body
 from raglake.targets.http_config import load_http_config
 from raglake.targets.journal import CaptureJournal
 
@@ -33,11 +31,14 @@ class HttpTarget:
             self.config = self.config.model_copy(update={"name": self.name})
         self.spec = f"http:{config_path}"
         self.k = k
+        # one limit for every capture batch of the run: the flow hands each batch this same object
+        self.limit = SharedLimit(self.config.concurrency)
         self._manifest: IndexManifest | None = None
         self._manifest_loaded = False
 
     def content_key(self) -> str:
-        return f"http:{self.config.fingerprint()}"
+        """The config and k (sent to the service): a capture answers exactly these settings."""
+        return f"http:{self.config.fingerprint()}:k={self.k}"
 
     def recorded_config(self) -> dict[str, Any]:
         """What the run records about this target: the config without secrets."""
@@ -52,7 +53,8 @@ class HttpTarget:
         done = journal.completed(cases) if journal else {}
         progress.advance("captures", len(done))  # journalled earlier: not asked again
         todo = [c for c in cases if c.id not in done]
-        fresh = asyncio.run(capture_all(self.config, todo, self.k, journal.append if journal else None)) if todo else []
+        fresh = asyncio.run(capture_all(self.config, todo, self.k, journal.append if journal else None,
+                                        self.limit)) if todo else []
         by_id = {**done, **{c.case_id: c for c in fresh}}
         return [by_id[c.id] for c in cases]
 
@@ -62,24 +64,22 @@ class HttpTarget:
 
     def manifest(self) -> IndexManifest | None:
         """The service's index manifest, from `manifest_url` or `manifest_file`, when configured."""
-        if self._manifest_loaded:
-            return self._manifest
-        self._manifest_loaded = True
         source = self.config.manifest_url or self.config.manifest_file
-        if not source:
-            return None
+        if self._manifest_loaded or not source:
+            return self._manifest
+        field = "manifest_url" if self.config.manifest_url else "manifest_file"
         try:
             if self.config.manifest_url:
                 response = httpx.get(self.config.manifest_url, headers=self.config.resolved_headers(),
                                      timeout=self.config.timeout_s)
                 response.raise_for_status()
-                data = response.json()
+                data = json_body(response)
             else:
                 path = Path(self.config.manifest_file)
                 if not path.is_absolute():
                     path = self.config_path.parent / path
                 data = json.loads(path.read_text(encoding="utf-8"))
-            self._manifest = IndexManifest.from_json(data)
-        except (httpx.HTTPError, OSError, json.JSONDecodeError, TypeError, ValidationError) as e:
-            raise ConfigError(f"cannot read the index manifest from {source}: {e}") from None
+            self._manifest, self._manifest_loaded = IndexManifest.from_json(data), True
+        except (httpx.HTTPError, OSError, ValueError, RecursionError, TypeError) as e:  # ValueError: not JSON, not a manifest
+            raise self.config.problem(field, f"cannot read the index manifest from {source}: {e}") from None
         return self._manifest

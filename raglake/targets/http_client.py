@@ -1,12 +1,15 @@
-"""Asking a live RAG service: one request per case under a concurrency limit, retries with
+"""Asking a live RAG service: one request per case under the run's concurrency limit, retries with
 exponential backoff and jitter on 5xx, 429 (honouring Retry-After), connection errors and timeouts
-(never on other 4xx), and every outcome turned into a capture with a status."""
+(never on other 4xx), and every outcome, an unexpected exception included, turned into a capture with
+a status."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
@@ -16,6 +19,7 @@ import httpx
 from pydantic import ValidationError
 
 from raglake import progress
+from raglake.errors import unexpected_error
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.http_config import HttpTargetConfig, render_body
 from raglake.targets.jsonpath import MISSING, get_path
@@ -23,6 +27,73 @@ from raglake.targets.jsonpath import MISSING, get_path
 
 class MappingError(ValueError):
     """The response is JSON but does not fit the configured mapping."""
+
+
+class MalformedBody(ValueError):
+    """A response body that is not JSON: an HTML page, a cut-off document, bytes that are not UTF-8."""
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The parsed body, or MalformedBody saying why it is not JSON."""
+    try:
+        return response.json()
+    except json.JSONDecodeError as e:
+        raise MalformedBody(f"{e.msg} (line {e.lineno} column {e.colno})") from None
+    except UnicodeDecodeError as e:
+        raise MalformedBody(f"not UTF-8 ({e.reason} at byte {e.start})") from None
+    except RecursionError:
+        raise MalformedBody("nested too deeply") from None
+
+
+class SharedLimit:
+    """At most `limit` requests in flight across every capture batch of a run. Batches run on threads,
+    each in its own event loop, so an asyncio.Semaphore (bound to one loop) cannot be shared: waiters
+    queue here in FIFO order whatever their loop, and a release hands the slot to the first of them
+    through its own loop."""
+
+    def __init__(self, limit: int):
+        self.limit, self._free = limit, limit
+        self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = collections.deque()
+        self._lock = threading.Lock()
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                return
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, waiter))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            with self._lock:
+                queued = (loop, waiter) in self._waiters
+                if queued:
+                    self._waiters.remove((loop, waiter))
+            if not queued and waiter.done() and not waiter.cancelled():
+                self._release()  # the slot arrived just as we were cancelled: pass it on
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            if not self._waiters:
+                self._free += 1
+                return
+            loop, waiter = self._waiters.popleft()
+        try:
+            loop.call_soon_threadsafe(self._hand_over, waiter)
+        except RuntimeError:  # that waiter's loop is closed: the slot goes to the next one
+            self._release()
+
+    def _hand_over(self, waiter: asyncio.Future[None]) -> None:
+        if waiter.done():  # cancelled while the slot was on its way
+            self._release()
+        else:
+            waiter.set_result(None)
 
 
 def _get(data: Any, path: str | None, what: str, kinds: tuple[type, ...]) -> Any:
@@ -107,12 +178,12 @@ async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, hea
             else:
                 wall = (time.perf_counter() - start) * 1000
                 try:
-                    fields = map_response(response.json(), config, case.id)
+                    fields = map_response(json_body(response), config, case.id)
                     fields["latency_ms"]["wall"] = round(wall, 3)
                     fields["attempts"] = attempts
                     return Capture.model_validate(fields)
-                except json.JSONDecodeError as e:
-                    status, error, retryable = "error", f"malformed JSON response: {e.msg} (line {e.lineno} column {e.colno})", False
+                except MalformedBody as e:
+                    status, error, retryable = "error", f"malformed JSON response: {e}", False
                 except (MappingError, ValidationError) as e:
                     status, error, retryable = "error", f"response does not map onto a capture: {e}", False
         if not retryable or attempts > config.retries:
@@ -124,16 +195,21 @@ async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, hea
 
 
 async def capture_all(config: HttpTargetConfig, cases: list[GoldenCase], k: int,
-                      on_capture: Callable[[GoldenCase, Capture], None] | None = None) -> list[Capture]:
-    """Every case once, at most `concurrency` in flight; results in case order."""
+                      on_capture: Callable[[GoldenCase, Capture], None] | None = None,
+                      limit: SharedLimit | None = None) -> list[Capture]:
+    """Every case once, results in case order; at most `concurrency` in flight under `limit` (the run's,
+    shared by its batches) or, without one, in this call."""
     headers = config.resolved_headers()
-    limit = asyncio.Semaphore(config.concurrency)
+    limit = limit or SharedLimit(config.concurrency)
     limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
 
     async with httpx.AsyncClient(limits=limits) as client:
         async def one(case: GoldenCase) -> Capture:
             async with limit:
-                capture = await fetch_capture(client, config, headers, case, k)
+                try:
+                    capture = await fetch_capture(client, config, headers, case, k)
+                except Exception as e:  # noqa: BLE001 - one case's surprise is that case's error, never the batch's
+                    capture = Capture(case_id=case.id, status="error", error=unexpected_error(e), method=config.name)
             if on_capture is not None:
                 on_capture(case, capture)
             progress.advance("captures")

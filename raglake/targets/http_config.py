@@ -10,9 +10,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from raglake.errors import ConfigError, InputError, did_you_mean
+from raglake.errors import ConfigError, InputError, RaglakeError, did_you_mean
 from raglake.records import read_yaml_mapping, validate_record
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -75,6 +76,7 @@ class HttpTargetConfig(_Strict):
     max_backoff_s: float = Field(default=30.0, ge=0)
     manifest_url: str | None = None  # GET returns the service's index manifest (coverage stats)
     manifest_file: str | None = None
+    _source: tuple[str, dict[str, int]] | None = PrivateAttr(default=None)  # the file and its fields' lines
 
     @field_validator("method")
     @classmethod
@@ -94,12 +96,23 @@ class HttpTargetConfig(_Strict):
         return hashlib.sha256(json.dumps(self.secret_free(), sort_keys=True).encode()).hexdigest()[:16]
 
     def resolved_headers(self) -> dict[str, str]:
-        def env(m: re.Match[str]) -> str:
-            if m.group(1) not in os.environ:
-                raise ConfigError(f"http target header needs environment variable ${{{m.group(1)}}}, which is not set")
-            return os.environ[m.group(1)]
+        def resolve(name: str, value: str) -> str:
+            def env(m: re.Match[str]) -> str:
+                if m.group(1) not in os.environ:
+                    raise self.problem(f"headers.{name}", f"needs environment variable ${{{m.group(1)}}}, which is not set")
+                return os.environ[m.group(1)]
 
-        return {k: _ENV.sub(env, v) for k, v in self.headers.items()}
+            return _ENV.sub(env, value)
+
+        return {k: resolve(k, v) for k, v in self.headers.items()}
+
+    def problem(self, field: str, message: str) -> RaglakeError:
+        """An error about `field` found after loading (an unset variable, an unreadable manifest), naming
+        the config file and the field's line when the config came from a file."""
+        if self._source is None:
+            return ConfigError(f"http target config field {field!r}: {message}")
+        path, lines = self._source
+        return InputError(path, lines.get(field, lines.get(field.split(".")[0])), field, message)
 
 
 def render_body(template: Any, values: dict[str, Any]) -> Any:
@@ -128,9 +141,14 @@ def template_fields(template: Any) -> set[str]:
 def load_http_config(path: str | Path) -> HttpTargetConfig:
     """Read and validate a YAML or JSON config; errors name the file, the line and the field."""
     path = Path(path)
-    record, _ = read_yaml_mapping(path, missing="http target config not found",
-                                  not_mapping="expected a mapping with at least `url`")
+    record, node = read_yaml_mapping(path, missing="http target config not found",
+                                     not_mapping="expected a mapping with at least `url`")
     config = validate_record(record, HttpTargetConfig, path)
+    lines = {str(k): line for k, line in record.key_lines.items()}
+    headers = next((v for k, v in node.value if k.value == "headers"), None)
+    if isinstance(headers, yaml.MappingNode):  # each header's own line, for an unset variable in it
+        lines.update({f"headers.{k.value}": k.start_mark.line + 1 for k, _ in headers.value})
+    config._source = (str(path), lines)
     unknown = template_fields(config.body) - set(TEMPLATE_FIELDS)
     if unknown:
         name = sorted(unknown)[0]

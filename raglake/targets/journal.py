@@ -13,15 +13,18 @@ from pydantic import ValidationError
 from raglake.schemas import Capture, GoldenCase
 
 
-def case_key(case: GoldenCase) -> str:
-    """The case content a capture answers (a changed question is asked again)."""
-    return hashlib.sha256(case.model_dump_json(include={"id", "question", "category", "difficulty", "vault", "tags"})
-                          .encode()).hexdigest()[:16]
+def case_key(case: GoldenCase, scope: str = "") -> str:
+    """The case content and the target settings (`scope`) a capture answers: a changed question, or the
+    same run id retried with another --k, is asked again."""
+    content = case.model_dump_json(include={"id", "question", "category", "difficulty", "vault", "tags"})
+    return hashlib.sha256(f"{scope}\n{content}".encode()).hexdigest()[:16]
 
 
 class CaptureJournal:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, scope: str = ""):
+        """`scope`: the target's content key (its config and k)."""
         self.path = Path(path)
+        self.scope = scope
         self._lock = threading.Lock()
 
     def load(self) -> dict[str, tuple[str, Capture]]:
@@ -29,22 +32,23 @@ class CaptureJournal:
         found: dict[str, tuple[str, Capture]] = {}
         if not self.path.exists():
             return found
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        # b"\n" only: splitlines() would also cut at U+2028, U+0085 and the like inside a JSON string
+        for line in self.path.read_bytes().split(b"\n"):
             try:
-                entry = json.loads(line)
+                entry = json.loads(line.decode("utf-8"))
                 capture = Capture.model_validate(entry["capture"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
-                continue  # the tail of an interrupted write
+            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                continue  # the tail of an interrupted write (possibly cut inside a character)
             found[capture.case_id] = (entry["case_key"], capture)
         return found
 
     def completed(self, cases: list[GoldenCase]) -> dict[str, Capture]:
         """Captures already journalled for these cases (same case content)."""
         stored = self.load()
-        return {c.id: stored[c.id][1] for c in cases if c.id in stored and stored[c.id][0] == case_key(c)}
+        return {c.id: stored[c.id][1] for c in cases if c.id in stored and stored[c.id][0] == case_key(c, self.scope)}
 
     def append(self, case: GoldenCase, capture: Capture) -> None:
-        line = json.dumps({"case_key": case_key(case), "capture": capture.model_dump(mode="json")}, ensure_ascii=False)
+        line = json.dumps({"case_key": case_key(case, self.scope), "capture": capture.model_dump(mode="json")}, ensure_ascii=False)
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as f:

@@ -1,0 +1,1 @@
+"""The bundled sample (golden set, captures, corpus, targets, gate rules), shipped in the wheel as raglake.sample."""

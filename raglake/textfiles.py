@@ -1,0 +1,234 @@
+"""Strict reading of input files: UTF-8 (a BOM allowed), JSON without duplicate keys, NaN/Infinity or
+lone surrogates, YAML without duplicate keys; every problem is an InputError naming file and line.
+Lines count "\\n" only, as editors and `records.read_records` do."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from raglake.errors import InputError
+
+MAX_NESTING = 32  # levels of lists/objects in free-form values (metadata); far more than any real file
+BOM = "\ufeff"
+_WS = re.compile(r"[ \t\n\r]*")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]|NaN|-?Infinity')
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # fast: a literal prefix
+# a high-surrogate escape not followed by a low one, or a low one not preceded by a high one
+_LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                          r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+
+class _Rejected(ValueError):
+    """Raised inside the JSON decoder's hooks; the text is then scanned for the line."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Rejected("duplicate key in one object")
+    return found
+
+
+def _constant(name: str) -> Any:
+    raise _Rejected(f"{name} is not allowed")
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+_PLAIN = json.JSONDecoder()
+
+
+class LineIndex:
+    """1-based line of a character offset ("\\n" only), by bisection."""
+
+    def __init__(self, text: str, first_line: int = 1):
+        self._starts = [m.end() for m in re.finditer("\n", text)]
+        self._first = first_line
+
+    def line(self, offset: int) -> int:
+        return self._first + bisect.bisect_right(self._starts, offset)
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a folder, a missing or unreadable file and invalid UTF-8 are InputErrors."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(str(path), None, None, "is a folder, not a file")
+    if not path.exists():
+        raise InputError(str(path), None, None, "file not found")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(str(path), None, None, f"cannot read the file: {e.strerror or e}") from None
+    return decode(path, data)
+
+
+def decode(path: str | Path, data: bytes) -> str:
+    """UTF-8 text without a leading BOM; invalid UTF-8 names the line of the first bad byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InputError(str(path), data.count(b"\n", 0, e.start) + 1, None,
+                         f"invalid UTF-8: byte 0x{data[e.start]:02x} at byte {column} of the line ({e.reason})") from None
+    return text[1:] if text.startswith(BOM) else text
+
+
+def parse_json(path: str | Path, text: str, first_line: int = 1) -> Any:
+    """One JSON document (a JSONL line, or a whole .json file starting at `first_line`)."""
+    try:
+        value = _STRICT.decode(text)
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), first_line + e.lineno - 1, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+    except (_Rejected, RecursionError) as e:
+        deep = isinstance(e, RecursionError)
+        offset, message = find_json_problem(text, deep=deep) or (0, "nested too deeply" if deep else str(e))
+        raise InputError(str(path), LineIndex(text, first_line).line(offset), None, message) from None
+    if _SURROGATE_ESCAPE.search(text) and _LONE_ESCAPE.search(text):  # rare: only then scan the text
+        found = find_json_problem(text)
+        if found:
+            raise InputError(str(path), LineIndex(text, first_line).line(found[0]), None, found[1])
+    return value
+
+
+def find_json_problem(text: str, *, deep: bool = False) -> tuple[int, str] | None:
+    """(offset, message) of the first duplicate key, NaN/Infinity or lone surrogate in JSON text (and,
+    with `deep`, of the first level past MAX_NESTING); None when there is none."""
+    stack: list[set[str] | None] = []
+    pending: tuple[str, int] | None = None
+    for m in _TOKEN.finditer(text):
+        token, start = m.group(), m.start()
+        if token[0] == '"':
+            value = _PLAIN.decode(token)
+            if LONE_SURROGATE.search(value):
+                return start, f"a lone surrogate ({LONE_SURROGATE.search(value).group()!a}) is not text"
+            pending = (value, start)
+            continue
+        if token == ":":
+            if pending and stack and stack[-1] is not None:
+                if pending[0] in stack[-1]:
+                    return pending[1], f"duplicate key {pending[0]!r} in one object"
+                stack[-1].add(pending[0])
+        elif token in "{[":
+            stack.append(set() if token == "{" else None)
+            if deep and len(stack) > MAX_NESTING:
+                return start, f"nested deeper than {MAX_NESTING} levels"
+        elif token in "}]":
+            if stack:
+                stack.pop()
+        else:
+            return start, f"{token} is not allowed (JSON has no NaN or Infinity; write null)"
+        pending = None
+    return None
+
+
+def skip_ws(text: str, pos: int) -> int:
+    return _WS.match(text, pos).end()
+
+
+def member_offset(text: str, key: str) -> int:
+    """Where the value of `key` starts in the (valid, duplicate-free) JSON object that is `text`."""
+    pos = skip_ws(text, 0) + 1
+    while True:
+        name, pos = _PLAIN.raw_decode(text, skip_ws(text, pos))
+        pos = skip_ws(text, skip_ws(text, pos) + 1)  # past the ':'
+        if name == key:
+            return pos
+        _, pos = _PLAIN.raw_decode(text, pos)
+        pos = skip_ws(text, pos) + 1  # past the ','
+
+
+def element_offsets(text: str, start: int) -> list[int]:
+    """Where each element starts in the (valid) JSON list that opens at `start`."""
+    out, pos = [], skip_ws(text, start + 1)
+    while text[pos] != "]":
+        out.append(pos)
+        _, pos = _PLAIN.raw_decode(text, pos)
+        pos = skip_ws(text, pos)
+        if text[pos] == ",":
+            pos = skip_ws(text, pos + 1)
+    return out
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (merged `<<` keys may be overridden) and
+    nesting past 2 × MAX_NESTING (PyYAML's scanner is quadratic in the depth, then it recurses too deep)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self._depth >= 2 * MAX_NESTING:
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {2 * MAX_NESTING} levels",
+                                              self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                            f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(path: str | Path, text: str) -> tuple[Any, Any]:
+    """The document and its node tree (for line numbers); every problem names the file and line."""
+    lines = LineIndex(text)
+    try:
+        loader = _StrictLoader(text)  # the reader checks for unprintable characters here
+    except yaml.reader.ReaderError as e:
+        raise InputError(str(path), lines.line(e.position), None, f"invalid YAML: {e.reason} (#x{e.character:04x})") from None
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+        _check_yaml_scalars(path, node, loader, lines)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = lines.line(mark.index) if mark else lines.line(loader.get_mark().index)
+        raise InputError(str(path), line, None, f"invalid YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise InputError(str(path), lines.line(loader.get_mark().index), None, f"invalid YAML: {e}") from None
+    except RecursionError:
+        raise InputError(str(path), lines.line(loader.get_mark().index), None, "YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+    return data, node
+
+
+def _check_yaml_scalars(path: str | Path, root: Any, loader: _StrictLoader, lines: LineIndex) -> None:
+    """Lone surrogates (from escapes) and NaN/Infinity floats, at their own line."""
+    stack, seen = [root] if root is not None else [], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            problem = None
+            if LONE_SURROGATE.search(node.value):
+                problem = f"a lone surrogate ({LONE_SURROGATE.search(node.value).group()!a}) is not text"
+            elif node.tag == _FLOAT_TAG and not math.isfinite(loader.construct_yaml_float(node)):
+                problem = f"{node.value} (NaN or Infinity) is not allowed; write null"
+            if problem:
+                raise InputError(str(path), lines.line(node.start_mark.index), None, problem)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        else:
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))

@@ -1,0 +1,1 @@
+"""The SQL of the lake's questions and views, shipped in the wheel as raglake.sql (read with importlib.resources)."""
