@@ -89,7 +89,7 @@ from raglake.embed.model import get_embedder  # noqa: E402
 from raglake.embed.texts import collect_texts  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
-from raglake.scoring import ScoredBatch, score_batch  # noqa: E402
+from raglake.pipeline.scoring import ScoredBatch, score_batch  # noqa: E402
 
 GOAL_RAW = 1.15
 GOAL_SEED = 3.0

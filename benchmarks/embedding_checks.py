@@ -23,8 +23,8 @@ from raglake.embed.model import get_embedder
 from raglake.embed.texts import collect_texts
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.pipeline.scoring import ScoredBatch, score_batch
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import ScoredBatch, score_batch
 
 GOAL_MEMORY_GIB = 3.0
 STSB_REFERENCE = 0.82

@@ -17,8 +17,8 @@ import numpy as np
 from raglake.embed.cache import EmbeddingCache, TextEncoder
 from raglake.embed.texts import collect_texts
 from raglake.metrics.context import ScoringConfig
+from raglake.pipeline.scoring import ScoredBatch, score_batch
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import ScoredBatch, score_batch
 from raglake.text.sentences import split_sentences
 
 SENTENCE_METRICS = ("context_relevance", "context_sufficiency", "answer_relevance_emb", "answer_correctness_emb",

@@ -5,7 +5,7 @@
 Builds N synthetic golden cases and captures (seeded; about 3 gold supports per case among 50
 notes, heading paths of 2-3 segments, C retrieved chunks per capture), scores them with
 recall_any_at_k, recall_all_at_k, mrr_at_k, precision_at_k and ndcg_at_k through
-raglake.scoring.score_batch at k=10, and scores the same qrels/run with pytrec_eval (P_10,
+raglake.pipeline.scoring.score_batch at k=10, and scores the same qrels/run with pytrec_eval (P_10,
 recip_rank, ndcg_cut_10) and ranx (precision@10, mrr@10, ndcg_burges@10), all in this one process.
 
 Reported: pydantic build/validate time, raglake scoring time and cases/second, the time ratios
@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
+from raglake.pipeline.scoring import score_batch  # noqa: E402
 from raglake.schemas import Capture, GoldenCase  # noqa: E402
-from raglake.scoring import score_batch  # noqa: E402
 
 K = 10
 N_NOTES = 50

@@ -16,10 +16,10 @@ from raglake.embed.texts import collect_texts
 from raglake.judge.stage import spot_cases, wanted_steps
 from raglake.lake.store import Lake
 from raglake.metrics.registry import metric_versions
-from raglake.runners import RunnerSpec
-from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run, result_storage
-from raglake.runsteps import JudgeSummary, finish_run
-from raglake.scoring import ScoredBatch
+from raglake.pipeline.finish import JudgeSummary, finish_run
+from raglake.pipeline.plan import DEFAULT_TARGET, SAMPLE_GOLDEN, journal_path, plan_run, result_storage
+from raglake.pipeline.runners import RunnerSpec
+from raglake.pipeline.scoring import ScoredBatch
 from raglake.tasks.capture import capture_batch
 from raglake.tasks.embed import embed_texts
 from raglake.tasks.judge import judge_cases
@@ -47,7 +47,7 @@ def evaluate(
 ) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id.
 
-    `runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.runners)."""
+    `runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners)."""
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(golden=golden, target=target, lake=lake, k=k, run_id=run_id, labels=labels, metrics=metrics,

@@ -15,11 +15,19 @@ from raglake.embed.prepare import EmbeddingSpec, needs_embedder, text_encoder
 from raglake.embed.texts import collect_texts
 from raglake.lake.store import Lake
 from raglake.metrics.registry import get_metric, metric_versions, select_metrics
-from raglake.rescore import Decision, land_scores, load_stored_run, new_scoring_id, plan_rescore, select_runs, summarize
-from raglake.runners import RunnerSpec
-from raglake.runplan import _judges, result_storage, results_dir
-from raglake.runsteps import JudgeSummary
-from raglake.scoring import ScoredBatch
+from raglake.pipeline.finish import JudgeSummary
+from raglake.pipeline.plan import _judges, result_storage, results_dir
+from raglake.pipeline.rescore import (
+    Decision,
+    land_scores,
+    load_stored_run,
+    new_scoring_id,
+    plan_rescore,
+    select_runs,
+    summarize,
+)
+from raglake.pipeline.runners import RunnerSpec
+from raglake.pipeline.scoring import ScoredBatch
 from raglake.tasks.embed import embed_texts
 from raglake.tasks.judge import judge_cases
 from raglake.tasks.score import map_scoring, score_cases
@@ -45,7 +53,7 @@ def rescore(
     runner: str = "thread",
 ) -> dict:
     """Re-score runs (ids, a start-date range, or all); returns what was recomputed and kept.
-    `runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.runners)."""
+    `runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners)."""
     log = get_run_logger()
     runner_spec = RunnerSpec.parse(runner)
     q = LakeQueries(Lake(lake))

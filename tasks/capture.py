@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import task
 
 from raglake import progress
-from raglake.runplan import capture_key
+from raglake.pipeline.plan import capture_key
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target
 from raglake.targets.journal import CaptureJournal

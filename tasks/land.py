@@ -10,8 +10,8 @@ from prefect import task
 from raglake.lake.landing import RunRecord, land_run
 from raglake.lake.store import Lake
 from raglake.metrics.registry import RunValue
+from raglake.pipeline.scoring import ScoredBatch
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import ScoredBatch
 
 
 @task(name="land-run", retries=2, retry_delay_seconds=[1, 5])

@@ -12,10 +12,10 @@ from prefect import task
 from raglake.embed.prepare import EmbeddingSpec
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.runners import RunnerSpec
-from raglake.runplan import score_key
+from raglake.pipeline.plan import score_key
+from raglake.pipeline.runners import RunnerSpec
+from raglake.pipeline.scoring import ScoredBatch, score_batch
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import ScoredBatch, score_batch
 
 
 @task(

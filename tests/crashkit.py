@@ -24,7 +24,7 @@ STAGES = {
     "capture": ("raglake.targets.replay", "_ReplayBase", "capture", lambda *a, **kw: True),
     "embedding": ("raglake.embed.cache", "EmbeddingCache", "put", lambda *a, **kw: True),
     "judge": ("raglake.judge.ledger", "JudgeLedger", "record", lambda *a, **kw: True),
-    "scoring": ("raglake.scoring", None, "score_context", lambda *a, **kw: True),
+    "scoring": ("raglake.pipeline.scoring", None, "score_context", lambda *a, **kw: True),
     "landing": ("raglake.lake.store", "Lake", "write", lambda self, table, *a, **kw: table == "runs"),
 }
 

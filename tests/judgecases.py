@@ -15,8 +15,8 @@ from raglake.judge.gateway import JudgeResult
 from raglake.judge.steps import StepOutcome
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Score, all_metrics, get_metric
+from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import score_context
 from tests.judgekit import ScriptedGateway, canned, judge_outcomes
 
 MODEL = "scripted-judge"

@@ -7,8 +7,8 @@ import datetime as dt
 from raglake.lake.landing import land_run
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
-from raglake.runplan import plan_run
-from raglake.scoring import score_batch
+from raglake.pipeline.plan import plan_run
+from raglake.pipeline.scoring import score_batch
 
 
 def land(lake: str, golden: str, target: str, run_id: str, *, minutes: int = 0, k: int = 5, **options) -> str:

@@ -15,7 +15,7 @@ from raglake.analysis import LakeQueries
 from raglake.errors import InputError
 from raglake.golden import load_golden
 from raglake.lake.store import Lake
-from raglake.runplan import SAMPLE_CAPTURES
+from raglake.pipeline.plan import SAMPLE_CAPTURES
 from tests.conftest import FIXTURES, ROOT
 from tests.lakekit import land
 from tests.test_golden import BAD

@@ -15,7 +15,7 @@ import pytest
 
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
-from raglake.runplan import SAMPLE_CAPTURES, SAMPLE_GOLDEN
+from raglake.pipeline.plan import SAMPLE_CAPTURES, SAMPLE_GOLDEN
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

@@ -11,7 +11,7 @@ import pytest
 from raglake.errors import ConfigError
 from raglake.lake.query import connect
 from raglake.lake.store import Lake
-from raglake.runners import RunnerSpec
+from raglake.pipeline.runners import RunnerSpec
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -308,7 +308,7 @@ def test_the_secret_is_in_no_file_under_the_lake(flow_run: FlowRun) -> None:
 
     from raglake.lake.query import fetch
     from raglake.lake.store import Lake
-    from raglake.runplan import journal_path
+    from raglake.pipeline.plan import journal_path
 
     token = flow_run.token.encode()
     files = [p for p in flow_run.lake.rglob("*") if p.is_file()]

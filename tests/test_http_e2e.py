@@ -23,7 +23,7 @@ from raglake.golden import load_golden
 from raglake.lake.landing import is_committed
 from raglake.lake.query import fetch
 from raglake.lake.store import Lake
-from raglake.runplan import journal_path
+from raglake.pipeline.plan import journal_path
 from raglake.targets.journal import CaptureJournal
 from tests.conftest import ROOT
 from tests.httpkit import SAMPLE_GOLDEN, small_corpus, start_demo, write_config

@@ -103,7 +103,7 @@ def test_secret_free_records_env_var_names_never_values(monkeypatch) -> None:
 
 
 def test_missing_env_var_fails_the_check_before_anything_is_written(tmp_path: Path, monkeypatch) -> None:
-    from raglake.runplan import plan_run
+    from raglake.pipeline.plan import plan_run
 
     monkeypatch.delenv("RAGLAKE_UNSET_TOKEN", raising=False)
     config = write_config(tmp_path / "svc.yaml", free_port(),

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import all_metrics, get_metric
+from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import score_context
 
 SETTINGS = settings(max_examples=100, deadline=None)
 RANK_METRICS = ("recall_any_at_k", "recall_all_at_k", "precision_at_k", "mrr_at_k", "ndcg_at_k")

@@ -14,7 +14,7 @@ import pytest
 from raglake.judge.steps import StepOutcome
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.scoring import score_batch
+from raglake.pipeline.scoring import score_batch
 from tests.judgecases import (
     ANSWER,
     CHUNKS,

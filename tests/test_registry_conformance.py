@@ -16,8 +16,8 @@ import pytest
 from raglake.embed.prepare import default_encoder, prepare_embeddings
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import FAMILIES, STATUSES, Score, all_metrics
+from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import score_context
 from tests.judgekit import judge_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]

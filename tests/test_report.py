@@ -28,9 +28,9 @@ from raglake.lake.query import run_query
 from raglake.lake.store import Lake
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.pipeline.plan import plan_run
+from raglake.pipeline.scoring import score_batch
 from raglake.report.artifacts import summary_markdown, summary_table
-from raglake.runplan import plan_run
-from raglake.scoring import score_batch
 from tests.conftest import ROOT
 from tests.judgekit import ScriptedGateway, canned, judge_outcomes
 from tests.lakekit import land

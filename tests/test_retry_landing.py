@@ -16,8 +16,8 @@ from raglake.lake.landing import land_run
 from raglake.lake.query import connect, fetch, scalar
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
-from raglake.runplan import plan_run
-from raglake.scoring import score_batch
+from raglake.pipeline.plan import plan_run
+from raglake.pipeline.scoring import score_batch
 from tests.conftest import FIXTURES
 from tests.lakekit import land
 

@@ -9,7 +9,7 @@ from collections import Counter
 
 from raglake.golden import load_golden
 from raglake.lake.store import Lake
-from raglake.runplan import SAMPLE_CAPTURES, SAMPLE_GOLDEN
+from raglake.pipeline.plan import SAMPLE_CAPTURES, SAMPLE_GOLDEN
 from raglake.schemas import CATEGORIES, DIFFICULTIES, RECENCY_RULES
 from raglake.targets import make_target
 from tests.conftest import ROOT

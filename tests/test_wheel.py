@@ -64,7 +64,7 @@ def test_code_version_ignores_a_git_repository_around_an_installed_package(tmp_p
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Installed in a virtual environment inside some other git repository, raglake is not that
     repository's commit: only a checkout of raglake itself adds `+g<sha>`."""
-    from raglake import runplan
+    from raglake.pipeline import plan as runplan
 
     git = shutil.which("git")
     if git is None:
@@ -158,7 +158,7 @@ def test_the_wheel_runs_the_bundled_sample_outside_the_checkout(tmp_path: Path) 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     python, raglake = str(venv / "bin" / "python"), str(venv / "bin" / "raglake")
-    where = _in(elsewhere, python, "-c", "import raglake, raglake.flows.evaluate, raglake.runplan as r; "
+    where = _in(elsewhere, python, "-c", "import raglake, raglake.flows.evaluate, raglake.pipeline.plan as r; "
                 "print(raglake.__file__); print(r.SAMPLE_GOLDEN); print(r.SAMPLE_CAPTURES[0]); print(r.code_version())")
     module, golden, captures, version = where.split()
     inside = str(venv.resolve())

@@ -19,7 +19,7 @@ from raglake.cli.common import (
 )
 from raglake.errors import ConfigError
 from raglake.lake.store import Lake
-from raglake.runners import RunnerSpec
+from raglake.pipeline.runners import RunnerSpec
 
 
 @app.command()
@@ -58,7 +58,7 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
-    from raglake.runplan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
+    from raglake.pipeline.plan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
 
     prefect_settings.apply(verbose=verbose)
 
@@ -126,7 +126,7 @@ def rescore(
     kept (a cache hit), changed metrics get new rows under a new scoring id."""
     import datetime as dt
 
-    from raglake.rescore import estimate_judge_calls, load_stored_run, plan_rescore, select_runs
+    from raglake.pipeline.rescore import estimate_judge_calls, load_stored_run, plan_rescore, select_runs
 
     try:
         start = dt.date.fromisoformat(since) if since else None
@@ -141,7 +141,7 @@ def rescore(
     if dry_run:
         from raglake.embed.prepare import needs_embedder, text_encoder
         from raglake.metrics.registry import get_metric, select_metrics
-        from raglake.runplan import _judges
+        from raglake.pipeline.plan import _judges
 
         judge_config = _judges(judge, None)[0]
         selected = select_metrics(chosen)

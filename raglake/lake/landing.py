@@ -16,8 +16,8 @@ from raglake.errors import LakeError
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.registry import RunValue
+from raglake.pipeline.scoring import ScoredBatch
 from raglake.schemas import Capture, GoldenCase
-from raglake.scoring import ScoredBatch
 
 
 @dataclass

@@ -14,7 +14,7 @@ _EMB = dict(family="embedding", seed="003")
 
 def _table(ctx: CaseContext):  # noqa: ANN202 - raglake.embed.texts.VectorTable
     if ctx.embeddings is None or ctx.embeddings.vectors is None:
-        raise RaglakeError("embedding metrics need the run's vector table: score through raglake.scoring.score_batch "
+        raise RaglakeError("embedding metrics need the run's vector table: score through raglake.pipeline.scoring.score_batch "
                            "with an encoder (raglake.embed.prepare)")
     return ctx.embeddings.vectors
 
@@ -107,7 +107,7 @@ def _bert(ctx: CaseContext, part: str) -> Score:
     if not (ctx.case.reference_answer or "").strip():
         return Score.undefined("no_reference")
     if ctx.embeddings is None or ctx.embeddings.bert_id is None:
-        raise RaglakeError("BERTScore needs the batch's token embeddings: score through raglake.scoring.score_batch")
+        raise RaglakeError("BERTScore needs the batch's token embeddings: score through raglake.pipeline.scoring.score_batch")
     result = ctx.embeddings.bert.get(ctx.case.id)
     if result is None:
         return Score.undefined("no_tokens")

@@ -29,7 +29,7 @@ from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target, make_target
 from raglake.text.sentences import SPLITTER_VERSION
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout; site-packages for an installed wheel
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout; site-packages for an installed wheel
 SAMPLE_DIR = Path(str(resources.files("raglake.sample")))  # data/ in a checkout, raglake/sample/ in a wheel
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from raglake.lake.landing import RunRecord
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import RunValue, all_metrics, metric_versions
-from raglake.runplan import RunPlan
+from raglake.pipeline.plan import RunPlan
 from raglake.schemas import Capture
 
 

@@ -1,0 +1,1 @@
+"""The Prefect-free glue of a run: settings, plan, capture, embed, judge stage, score, land, rescore."""
