@@ -34,8 +34,11 @@ $(VENV)/.installed-judge: pyproject.toml $(VENV)/.installed-dev
 run: $(VENV)/.installed
 	$(BIN)/raglake run
 
-## Set up (with the dev extras and the local judge) and run the test suite.
+## Set up (with the dev extras and the local judge) and run the test suite: lint, the layer
+## contracts (pyproject.toml, through tools/lint_imports.py), then pytest.
 test: $(VENV)/.installed-judge
+	$(BIN)/ruff check .
+	$(BIN)/python tools/lint_imports.py
 	$(BIN)/python -m pytest -q
 
 ## Benchmarks: speed and memory, printed as ratios against a baseline measured in the same run.

@@ -62,7 +62,7 @@ from raglake.builtin.chunker import ChunkSettings, chunk_note  # noqa: E402
 from raglake.builtin.index import build_index  # noqa: E402
 from raglake.builtin.rag import RagSettings, ReferenceRag  # noqa: E402
 from raglake.embed.cache import EmbeddingCache, TextEncoder  # noqa: E402
-from raglake.embed.model import get_embedder  # noqa: E402
+from raglake.embed.encoders import get_embedder  # noqa: E402
 
 BATCH = 64
 GOAL = 0.9

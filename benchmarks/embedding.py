@@ -85,7 +85,7 @@ from embedding_scoring import (  # noqa: E402
 )
 
 from raglake.embed.cache import EmbeddingCache, TextEncoder  # noqa: E402
-from raglake.embed.model import get_embedder  # noqa: E402
+from raglake.embed.encoders import get_embedder  # noqa: E402
 from raglake.embed.texts import collect_texts  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402

@@ -19,7 +19,7 @@ from embedding_inputs import build_pairs, generate, load_chunks, read_golden
 from embedding_scoring import BATCH, BERT_METRICS, SENTENCE_METRICS, per_case
 
 from raglake.embed.cache import EmbeddingCache, TextEncoder
-from raglake.embed.model import get_embedder
+from raglake.embed.encoders import get_embedder
 from raglake.embed.texts import collect_texts
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric

@@ -37,6 +37,7 @@ from raglake.judge.config import JudgeConfig, load_prices  # noqa: E402
 from raglake.judge.gateway import JudgeGateway  # noqa: E402
 from raglake.judge.ledger import JudgeLedger  # noqa: E402
 from raglake.judge.prompts import get_prompt  # noqa: E402
+from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import connect  # noqa: E402
 from raglake.lake.store import Lake  # noqa: E402
 
@@ -81,7 +82,7 @@ def call_values(n: int) -> list[dict[str, str]]:
 def gateway(url: str, lake: Lake, concurrency: int) -> JudgeGateway:
     config = JudgeConfig(base_url=url, model="gpt-4o-mini", concurrency=concurrency, timeout_s=60, max_retries=2,
                          backoff_s=0.1, prices=load_prices())
-    return JudgeGateway(config, JudgeLedger(lake, run_id="r-bench"))
+    return JudgeGateway(config, JudgeLedger(LakeCallStore(lake), run_id="r-bench"))
 
 
 def judge_all(url: str, lake: Lake, concurrency: int, values: list[dict[str, str]]) -> tuple[float, JudgeGateway, Counter]:

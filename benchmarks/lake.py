@@ -11,7 +11,7 @@ of the registry, with plausible values (binary, 0-1 or cosine; a per-target leve
 time, a per-case effect shared across runs, so paired comparisons look real), undefined where the
 metric does not apply to the case and about 3% more undefined at random. Defaults: 3M score rows.
 
-Then, on a fresh connection (LakeQueries(Lake(path)), the CLI's path; the connect itself is timed
+Then, on a fresh connection (open_lake(path), the CLI's path; the connect itself is timed
 too), every query --repeat times: breakdown of one run and of 10 runs by every dimension, compare
 (paired bootstrap, 1000 resamples), metric_ci by category, and trend of one metric over every run.
 Reported per query: the first (cold) and the median time, against the goal of under 1 s (judged on
@@ -42,11 +42,12 @@ from _common import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from raglake.analysis import DIMENSIONS, LakeQueries
-from raglake.lake.landing import RunRecord
+from raglake.analysis import DIMENSIONS
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.rows import RunRecord
 
 GOAL_S = 1.0
 K = 5
@@ -192,7 +193,7 @@ def build_lake(root: Path, n_runs: int, n_cases: int, metrics: list, seed: int) 
         level = TARGET_LEVEL[t] + 0.4 * r / max(n_runs, 1) + rng.normal(0, 0.05)
         tables = run_tables(rng, cases, metrics, chunk_pool, target, level, scoring_id, finished)
         for name, cols in tables.items():  # landing's order: the run's files first ...
-            table = to_arrow(TABLES[name], cols)
+            table = to_arrow(TABLES[name], cols, optional=TABLES[name].schema.names)  # what it leaves out is null
             rows[name] += table.num_rows
             lake.write(name, run_id, table, scoring_id if name == "scores" else run_id, replace_uncommitted=True)
         record = RunRecord(run_id=run_id, started_at=started, finished_at=finished, target=f"http:{target}",
@@ -260,7 +261,7 @@ def main() -> None:
               f"rows/s); {built['rows']['scores']:,} score rows ({built['rows']['scores'] / built['seconds']:,.0f} rows/s)")
     size = lake_size(root)
 
-    connect_s, connect_median, q = timed(lambda: LakeQueries(Lake(root)), args.repeat)
+    connect_s, connect_median, q = timed(lambda: open_lake(root), args.repeat)
     con = q.con
     score_rows, undefined = con.sql("SELECT count(*), count(*) FILTER (WHERE status = 'undefined') FROM scores").fetchall()[0]
     order = con.sql("SELECT run_id, target FROM run_order ORDER BY newest_rank").fetchall()

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.query import connect, fetch, run_query, scalar
 from raglake.lake.store import Lake
-from raglake.metrics.registry import all_metrics
 
 DIMENSIONS = ("all", "category", "tag", "difficulty", "vault", "answerable", "target", "method")
 COMPARE_DIMENSIONS = tuple(d for d in DIMENSIONS if d not in ("target", "method"))
@@ -55,11 +55,12 @@ def _check_bootstrap(n_boot: int, alpha: float) -> None:
 
 
 class LakeQueries:
-    """One DuckDB connection over one lake, and the project's questions as methods."""
+    """One DuckDB connection over one lake, and the project's questions as methods. `registry` is the
+    metric registry's table (the `metrics` view); raglake.pipeline.lakes.open_lake builds both."""
 
-    def __init__(self, lake: Lake):
+    def __init__(self, lake: Lake, registry: pa.Table):
         self.lake = lake
-        self.con = connect(lake)
+        self.con = connect(lake, registry)
 
     def run_ids(self, specs: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(resolve_run(self.con, s) for s in specs))
@@ -94,7 +95,7 @@ class LakeQueries:
     def check_metrics(self, names: Sequence[str]) -> None:
         """Every name is a case-level metric of the registry or one the lake's scores hold (a metric
         since renamed); otherwise UnknownNameError with the closest name."""
-        known = {m.name for m in all_metrics(level="case")}
+        known = {r[0] for r in fetch(self.con, "SELECT metric FROM metrics WHERE level = 'case'")}
         unknown = [n for n in names if n not in known]
         if unknown:
             known |= {r[0] for r in fetch(self.con, "SELECT DISTINCT metric FROM scores")}
@@ -125,7 +126,8 @@ class LakeQueries:
         return rows[0]["run_id"] if rows else None
 
     def index_versions(self, run_ids: Sequence[str]) -> dict[str, str | None]:
-        rows = fetch(self.con, "SELECT run_id, index_version FROM runs WHERE list_contains($ids, run_id)", ids=list(run_ids))
+        rows = fetch(self.con, "SELECT run_id, index_version FROM runs WHERE list_contains($ids, run_id)",
+                     ids=list(run_ids))
         return dict(rows)
 
     def target_name(self, run_id: str) -> str:

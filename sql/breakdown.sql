@@ -13,10 +13,8 @@ sliced AS (
         picked.*,
         case_slices.slice
     FROM picked
-    INNER JOIN case_slices
-        ON picked.run_id = case_slices.run_id
-        AND picked.case_id = case_slices.case_id
-        AND case_slices.dimension = $dimension
+    INNER JOIN case_slices USING (run_id, case_id)
+    WHERE case_slices.dimension = $dimension
 ),
 
 aggregated AS (

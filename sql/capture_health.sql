@@ -7,11 +7,8 @@ WITH sliced AS (
         cases.capture_status,
         cases.abstained
     FROM cases
-    INNER JOIN case_slices
-        ON cases.run_id = case_slices.run_id
-        AND cases.case_id = case_slices.case_id
-        AND case_slices.dimension = $dimension
-    WHERE list_contains($run_ids, cases.run_id)
+    INNER JOIN case_slices USING (run_id, case_id)
+    WHERE list_contains($run_ids, cases.run_id) AND case_slices.dimension = $dimension
 ),
 
 final AS (

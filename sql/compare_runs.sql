@@ -1,8 +1,9 @@
 -- compare_runs: run B (candidate) against run A (baseline) for every metric and slice, paired by case.
 -- diff = mean_b - mean_a over cases scored `ok` in both runs. The 95% CI (for $alpha = 0.05) is a
 -- paired bootstrap: $n_boot resamples of the paired differences with replacement, drawn by a seeded
--- hash so the same inputs always give the same interval. A slice is a regression when the metric
--- moved the wrong way, the CI excludes zero, and it has at least $min_pairs pairs.
+-- hash so the same inputs always give the same interval (the macro in sql/views/06_bootstrap_ci.sql).
+-- A slice is a regression when the metric moved the wrong way, the CI excludes zero, and it has at
+-- least $min_pairs pairs.
 -- Parameters: $run_a, $run_b, $n_boot, $seed, $alpha, $min_pairs.
 WITH slices AS (
     SELECT case_id, dimension, slice
@@ -18,7 +19,8 @@ pairs AS (
         b.case_id,
         a.value AS value_a,
         b.value AS value_b,
-        b.value - a.value AS d
+        b.value - a.value AS d,
+        {'metric': b.metric, 'dimension': slices.dimension, 'slice': slices.slice} AS key
     FROM scores_latest AS b
     INNER JOIN scores_latest AS a
         ON a.run_id = $run_a
@@ -29,43 +31,10 @@ pairs AS (
     WHERE b.run_id = $run_b AND b.status = 'ok'
 ),
 
--- every group's paired differences as one list ordered by case_id (list positions count from 1)
-groups AS (
-    SELECT
-        metric,
-        dimension,
-        slice,
-        count(*) AS n,
-        list(d ORDER BY case_id) AS ds
-    FROM pairs
-    GROUP BY ALL
-),
-
--- resample positions depend only on the group size: drawn once per size (sql/views/05_resample_draws.sql)
-draws AS (
-    SELECT * FROM resample_draws((SELECT list(DISTINCT n) FROM groups), $n_boot, $seed)
-),
-
-replicates AS (
-    SELECT
-        groups.metric,
-        groups.dimension,
-        groups.slice,
-        draws.r,
-        list_sum(list_transform(draws.picks, lambda p: groups.ds[p])) / groups.n AS mean_d
-    FROM groups
-    INNER JOIN draws ON groups.n = draws.n
-),
-
+-- the interval of every group's mean, its values resampled in case_id order (sql/views/06_bootstrap_ci.sql)
 intervals AS (
-    SELECT
-        metric,
-        dimension,
-        slice,
-        quantile_cont(mean_d, $alpha / 2) AS ci_low,
-        quantile_cont(mean_d, 1 - $alpha / 2) AS ci_high
-    FROM replicates
-    GROUP BY ALL
+    SELECT unnest(key), ci_low, ci_high
+    FROM bootstrap_ci((SELECT list({'key': key, 'value': d} ORDER BY case_id) FROM pairs), $n_boot, $seed, $alpha)
 ),
 
 summary AS (

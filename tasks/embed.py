@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prefect import task
 
-from raglake.embed.prepare import EmbeddingSpec
+from raglake.pipeline.embedding import EmbeddingSpec
 
 
 @task(name="embed-texts")

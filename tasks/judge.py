@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from prefect import task
 
-from raglake.embed.prepare import EmbeddingSpec
 from raglake.judge.config import JudgeConfig
-from raglake.judge.stage import JudgedBatch, judge_batch
+from raglake.judge.stage import JudgedBatch
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.pipeline.embedding import EmbeddingSpec
+from raglake.pipeline.judging import judge_batch
 from raglake.schemas import Capture, GoldenCase
 
 

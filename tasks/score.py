@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from typing import Any
 
-from prefect import task
+from prefect import get_client, task
 
-from raglake.embed.prepare import EmbeddingSpec
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.plan import score_key
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.scoring import ScoredBatch, score_batch
@@ -52,24 +49,14 @@ def map_scoring(runner: RunnerSpec, task: Any, parameters: dict[str, Any]) -> li
         dask = DaskTaskRunner(address=runner.address)
     else:
         dask = DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1,
-                                              "processes": True, "dashboard_address": None})
-    with _shared_api_url(), dask:
+                                              "processes": True, "dashboard_address": None, "env": worker_env()})
+    with dask:
         return [future.result() for future in dask.map(task, parameters)]
 
 
-@contextlib.contextmanager
-def _shared_api_url() -> Iterator[None]:
-    """Worker processes started now report to this flow's Prefect API (the ephemeral server included)
-    instead of each starting a server of its own."""
-    from prefect import get_client
-
-    if os.environ.get("PREFECT_API_URL"):
-        yield
-        return
+def worker_env() -> dict[str, str]:
+    """The environment of the Dask worker processes a flow starts: they report to this flow's Prefect
+    API (the ephemeral server included) instead of each starting a server of its own. Handed to the
+    cluster (each worker's Nanny sets it in its own process); this process's environment is left alone."""
     with get_client(sync_client=True) as client:
-        url = str(client.api_url)
-    os.environ["PREFECT_API_URL"] = url
-    try:
-        yield
-    finally:
-        os.environ.pop("PREFECT_API_URL", None)
+        return {"PREFECT_API_URL": str(client.api_url)}

@@ -12,9 +12,9 @@ import pytest
 
 from raglake.embed.cache import EmbeddingCache, TextEncoder
 from raglake.judge.gateway import JudgeResult
-from raglake.judge.steps import StepOutcome
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Score, all_metrics, get_metric
+from raglake.metrics.steps import StepOutcome
 from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
 from tests.judgekit import ScriptedGateway, canned, judge_outcomes

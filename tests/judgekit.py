@@ -11,9 +11,10 @@ from typing import Any
 from raglake.judge.gateway import JudgeResult
 from raglake.judge.prompts import Prompt
 from raglake.judge.stage import steps_for, wanted_steps
-from raglake.judge.steps import STEPS, CaseView, Judge, StepOutcome
+from raglake.judge.steps import Judge, run_step
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
+from raglake.metrics.steps import CaseView, StepOutcome
 from raglake.schemas import Capture, GoldenCase
 
 LABELS = ("support_present", "unsupported_claim_present", "contradicted_claim_present", "response_on_topic",
@@ -74,9 +75,9 @@ def judge_outcomes(pairs: Sequence[tuple[GoldenCase, Capture]], metrics: Sequenc
             for case, capture in pairs for step in steps_for(CaseContext(case, capture, config), wanted)]
 
     async def run() -> list[StepOutcome]:
-        return list(await asyncio.gather(*(STEPS[step](judge, view) for _, step, view in work)))
+        return list(await asyncio.gather(*(run_step(judge, step, view) for _, step, view in work)))
 
     out: dict[str, dict[str, StepOutcome]] = {case.id: {} for case, _ in pairs}
     for (cid, step, _), outcome in zip(work, asyncio.run(run())):
-        out[cid][step] = outcome
+        out[cid][step.name] = outcome
     return out

@@ -39,7 +39,7 @@ REFS = [r for _, r in PAIRS]
 
 @pytest.fixture(scope="module")
 def encoder():
-    from raglake.embed.prepare import default_encoder
+    from raglake.embed.encoders import default_encoder
 
     return default_encoder()
 
@@ -54,7 +54,7 @@ def scorer(encoder):
 def _reference(idf: bool):
     import bert_score
 
-    from raglake.embed.model import get_embedder
+    from raglake.embed.encoders import get_embedder
 
     P, R, F = bert_score.score(CANDS, REFS, model_type=str(get_embedder().path), num_layers=6, idf=idf, lang=None,
                                batch_size=8, nthreads=0, rescale_with_baseline=False)

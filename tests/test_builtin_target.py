@@ -18,7 +18,8 @@ from raglake.builtin.chunker import ChunkSettings
 from raglake.builtin.index import build_index
 from raglake.builtin.rag import NO_ANSWER, RagSettings
 from raglake.embed.cache import EmbeddingCache, TextEncoder
-from raglake.embed.model import Embedder, get_embedder, weights_hash
+from raglake.embed.encoders import get_embedder
+from raglake.embed.model import Embedder, weights_hash
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.golden import GoldenSet
 from raglake.lake.store import Lake

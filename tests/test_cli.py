@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.errors import InputError
 from raglake.golden import load_golden
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import SAMPLE_CAPTURES
 from tests.conftest import FIXTURES, ROOT
 from tests.lakekit import land
@@ -43,7 +43,7 @@ def test_main_job_evaluates_the_builtin_target_with_coverage(tmp_path: Path) -> 
     out = _run("run", lake=lake).stdout
     (run_id,) = re.search(r"landed run\(s\): (\S+)", out).groups()
     assert "builtin" in run_id and "recall_any_at_k" in out and "no_chunks_rate" in out
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     recall = _row(q.breakdown([run_id], "answerable"), slice="answerable", metric="recall_any_at_k")
     golden = load_golden(ROOT / "data" / "golden" / "sample.jsonl")
     assert recall["n"] == sum(c.answerable for c in golden.cases) and recall["mean"] is not None
@@ -155,3 +155,28 @@ def test_breakdown_and_trend_refuse_unknown_metrics_and_targets(tmp_path: Path, 
         assert code == 2 and out.startswith("error:") and words in out, (args, out)
     code, out = _main(monkeypatch, capsys, "breakdown", "-m", "recall_any_at_k", "--lake", lake)
     assert code == 0 and "recall any at k" in out
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_run_loads_and_checks_each_input_once(tmp_path: Path, monkeypatch) -> None:
+    """The command checks every target before Prefect starts; the flow then takes what the check loaded
+    instead of reading and validating the golden set and the captures again (once per target, not twice)."""
+    from typer.testing import CliRunner
+
+    from raglake.cli import app
+    from raglake.pipeline import plan
+
+    loads: list[str] = []
+    targets: list[str] = []
+    real_load, real_target = plan.load_golden, plan.make_target
+    monkeypatch.setattr(plan, "load_golden", lambda path: loads.append(str(path)) or real_load(path))
+    monkeypatch.setattr(plan, "make_target", lambda spec, *a, **kw: targets.append(spec) or real_target(spec, *a, **kw))
+    lake, golden = str(tmp_path / "lake"), str(FIXTURES / "mini_golden.jsonl")
+    replay = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
+    result = CliRunner().invoke(app, ["run", "--golden", golden, "--target", replay, "--target", f"{replay}",
+                                      "--metrics", "mrr_at_k", "--lake", lake, "--quiet"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert len(re.search(r"landed run\(s\): (.+?)\s+\(lake", " ".join(result.output.split())).group(1).split()) == 2
+    assert loads == [golden, golden] and targets == [replay, replay]
+    assert len(plan.CHECKED) == 0  # nothing kept after the runs

@@ -12,6 +12,7 @@ from raglake.errors import ConfigError
 from raglake.lake.query import connect
 from raglake.lake.store import Lake
 from raglake.pipeline.runners import RunnerSpec
+from raglake.pipeline.settings import RunSettings
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -34,8 +35,8 @@ def test_dask_local_cluster_lands_the_same_scores_as_threads(tmp_path: Path) -> 
     runs = {}
     for runner in ("thread", "dask"):
         lake, results = str(tmp_path / runner / "lake"), tmp_path / runner / "results"
-        evaluate(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS, batch_size=20, results=str(results),
-                 runner=runner)
+        evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS, batch_size=20, results=str(results),
+                 runner=runner))
         runs[runner] = _scores(lake)
         # each runner computed its batches itself (own result store): no cache hit from the other run
         assert any(results.rglob("*")), f"the {runner} runner persisted no task results"
@@ -73,7 +74,7 @@ def test_lake_and_result_store_on_fsspec_urls(tmp_path: Path) -> None:
     from raglake.flows.evaluate import evaluate
 
     lake, results = "memory://raglake-url-test/lake", "memory://raglake-url-test/results"
-    first = evaluate(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results)
+    first = evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results))
     rows = connect(Lake(lake)).sql("SELECT count(*), count(DISTINCT metric) FROM scores WHERE run_id = $r",
                                    params={"r": first}).fetchall()
     assert rows == [(66 * 3, 3)]
@@ -81,5 +82,37 @@ def test_lake_and_result_store_on_fsspec_urls(tmp_path: Path) -> None:
 
     stored = fsspec.filesystem("memory").find("/raglake-url-test/results")
     assert stored, "no task result landed in the memory:// result store"
-    second = evaluate(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results)
+    second = evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results))
     assert second != first and _scores(lake) and len(fsspec.filesystem("memory").find("/raglake-url-test/results")) == len(stored)
+
+
+def test_dask_workers_get_the_api_url_from_the_cluster_not_from_this_process(monkeypatch) -> None:
+    """The flow's Prefect API reaches the worker processes through the cluster's worker env; nothing
+    writes the flow process's own os.environ."""
+    import os
+
+    import prefect_dask
+
+    from raglake.tasks.score import map_scoring
+
+    seen: dict = {}
+
+    class FakeRunner:
+        def __init__(self, cluster_kwargs: dict) -> None:
+            seen["kwargs"] = cluster_kwargs
+
+        def __enter__(self):  # noqa: ANN204
+            seen["env_inside"] = dict(os.environ)
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def map(self, task, parameters):  # noqa: ANN001, ANN201
+            return []
+
+    monkeypatch.setattr(prefect_dask, "DaskTaskRunner", FakeRunner)
+    before = dict(os.environ)
+    assert map_scoring(RunnerSpec("dask", workers=2), object(), {}) == []
+    assert seen["env_inside"] == before == dict(os.environ)
+    assert seen["kwargs"]["env"]["PREFECT_API_URL"].startswith("http")

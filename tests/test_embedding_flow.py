@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.lake.query import fetch
-from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.settings import RunSettings
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -81,13 +81,12 @@ def _same(a: dict, b: dict) -> bool:
 
 
 def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake_dir: str, monkeypatch) -> None:
-    import raglake.embed.prepare
-    from raglake.embed.model import get_embedder
+    from raglake.embed.encoders import ENCODERS, get_embedder
     from raglake.flows.evaluate import evaluate
 
     golden, captures = inputs
-    first = evaluate(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING)
-    con = LakeQueries(Lake(lake_dir)).con
+    first = evaluate(RunSettings(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING))
+    con = open_lake(lake_dir).con
 
     key = fetch(con, "SELECT embedder FROM runs WHERE run_id = $r", r=first)[0][0]
     assert re.fullmatch(r"sentence-transformers/all-MiniLM-L6-v2@[0-9a-f]{16}", key), key
@@ -110,18 +109,18 @@ def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake
     assert _embedding_texts(con, first) == {"distinct": DISTINCT, "encoded": DISTINCT}
 
     # the same inputs again: a new run, nothing encoded, the same scores
-    second = evaluate(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING)
+    second = evaluate(RunSettings(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING))
     assert second != first
-    con = LakeQueries(Lake(lake_dir)).con
+    con = open_lake(lake_dir).con
     assert fetch(con, "SELECT embedder FROM runs WHERE run_id = $r", r=second)[0][0] == key
     assert _embedding_texts(con, second) == {"distinct": DISTINCT, "encoded": 0}
     assert _same(_scores(con, second), scores)
 
     # re-scoring the stored run, with a fresh encoder (as in a new process): the vectors come from disk
-    monkeypatch.setattr(raglake.embed.prepare, "_ENCODERS", {})
-    third = evaluate(golden=golden, target=f"replay-run:{first}", lake=lake_dir, metrics=METRICS, scoring=SCORING)
+    ENCODERS.clear()
+    third = evaluate(RunSettings(golden=golden, target=f"replay-run:{first}", lake=lake_dir, metrics=METRICS, scoring=SCORING))
     assert third not in (first, second)
-    con = LakeQueries(Lake(lake_dir)).con
+    con = open_lake(lake_dir).con
     assert fetch(con, "SELECT embedder FROM runs WHERE run_id = $r", r=third)[0][0] == key
     assert _embedding_texts(con, third) == {"distinct": DISTINCT, "encoded": 0}
     assert _same(_scores(con, third), scores)

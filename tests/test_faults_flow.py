@@ -16,6 +16,7 @@ import pytest
 
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
+from raglake.pipeline.settings import RunSettings
 from tests.fake_openai import canned_reply, completion, ok
 from tests.faultkit import (
     Answer,
@@ -77,9 +78,9 @@ def faulty_run(tmp_path_factory) -> dict[str, Any]:
     lake = str(tmp / "lake")
     with service() as svc, judge() as llm:
         config = service_config(tmp, svc.port, concurrency=CONCURRENCY)
-        run_id = evaluate(golden=write_golden(tmp), target=f"http:{config}", lake=lake, batch_size=2,
+        run_id = evaluate(RunSettings(golden=write_golden(tmp), target=f"http:{config}", lake=lake, batch_size=2,
                           metrics=["recall_any_at_k", "groundedness"],
-                          judge={"base_url": llm.url("/v1"), "model": "gpt-4o-mini", "backoff_s": 0.01, "max_retries": 1})
+                          judge={"base_url": llm.url("/v1"), "model": "gpt-4o-mini", "backoff_s": 0.01, "max_retries": 1}))
         return {"lake": lake, "run_id": run_id, "service_max_in_flight": svc.max_in_flight,
                 "service_requests": [r.json()["case_id"] for r in svc.requests], "judge_requests": llm.count}
 

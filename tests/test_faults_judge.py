@@ -17,11 +17,12 @@ from raglake.judge.config import JudgeConfig, load_prices
 from raglake.judge.gateway import JudgeGateway, JudgeResult
 from raglake.judge.ledger import JudgeLedger
 from raglake.judge.prompts import get_prompt
-from raglake.judge.stage import judge_batch
+from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import connect
 from raglake.lake.store import Lake
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.pipeline.judging import judge_batch
 from raglake.schemas import Capture, GoldenCase
 from tests.fake_openai import canned_reply, completion, ok
 from tests.faultkit import (
@@ -71,7 +72,7 @@ def values(i: int = 0) -> dict[str, str]:
 def make_gateway(server: FaultServer, lake: Lake, **settings) -> JudgeGateway:
     settings = {"backoff_s": 0.01, "max_backoff_s": 0.05, "timeout_s": 5.0, "max_retries": 2, **settings}
     config = JudgeConfig(base_url=server.url("/v1"), model="gpt-4o-mini", prices=load_prices(), **settings)
-    return JudgeGateway(config, JudgeLedger(lake, run_id="r-faults"))
+    return JudgeGateway(config, JudgeLedger(LakeCallStore(lake), run_id="r-faults"))
 
 
 def ask(gateway: JudgeGateway, *calls: dict[str, str]) -> list[JudgeResult]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.errors import InputError
 from raglake.lake.query import scalar
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.settings import RunSettings
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -36,16 +37,16 @@ def scoring_calls(monkeypatch) -> list[int]:
 def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_calls: list[int]) -> None:
     from raglake.flows.evaluate import evaluate
 
-    first = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
+    first = evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3))
     assert sorted(scoring_calls) == [1, 3]  # two batches of cases were scored (in either order)
-    q = LakeQueries(Lake(lake_dir))
+    q = open_lake(lake_dir)
     assert [r["run_id"] for r in q.runs()] == [first]
     assert scalar(q.con, "SELECT count(DISTINCT case_id) FROM scores") == 4
 
-    second = evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3)
+    second = evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, batch_size=3))
     assert second != first
     assert sorted(scoring_calls) == [1, 3]  # nothing was scored again: both batches came from the result store
-    q = LakeQueries(Lake(lake_dir))
+    q = open_lake(lake_dir)
     same = scalar(q.con, "SELECT count(*) FROM scores a JOIN scores b USING (case_id, metric) "
         "WHERE a.run_id = $a AND b.run_id = $b AND a.status = b.status "
         "AND (a.value = b.value OR (a.status <> 'ok' AND b.status <> 'ok'))", a=first, b=second)
@@ -55,8 +56,8 @@ def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_
 def test_changed_k_is_a_cache_miss(lake_dir: str, scoring_calls: list[int]) -> None:
     from raglake.flows.evaluate import evaluate
 
-    evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir)
-    evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, k=3)
+    evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir))
+    evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, k=3))
     assert scoring_calls == [4, 4]
 
 
@@ -73,12 +74,12 @@ def test_a_crashed_landing_resumes_with_cached_scores(lake_dir: str, scoring_cal
 
     monkeypatch.setattr(raglake.tasks.land, "land_run", crash)
     with pytest.raises(OSError):
-        evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume")
-    assert LakeQueries(Lake(lake_dir)).runs() == []
+        evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume"))
+    assert open_lake(lake_dir).runs() == []
     monkeypatch.setattr(raglake.tasks.land, "land_run", original)
-    assert evaluate(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume") == "r-resume"
+    assert evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume")) == "r-resume"
     assert scoring_calls == [4]  # scored once, before the crash
-    assert [r["run_id"] for r in LakeQueries(Lake(lake_dir)).runs()] == ["r-resume"]
+    assert [r["run_id"] for r in open_lake(lake_dir).runs()] == ["r-resume"]
 
 
 def test_bad_input_fails_the_flow_before_anything_is_written(lake_dir: str, tmp_path) -> None:
@@ -87,5 +88,5 @@ def test_bad_input_fails_the_flow_before_anything_is_written(lake_dir: str, tmp_
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "question": "q", "category": "factul"}\n')
     with pytest.raises(InputError, match="did you mean 'factual'"):
-        evaluate(golden=str(bad), target=TARGET, lake=lake_dir)
+        evaluate(RunSettings(golden=str(bad), target=TARGET, lake=lake_dir))
     assert Lake(lake_dir).snapshot() == {t: 0 for t in Lake(lake_dir).snapshot()}

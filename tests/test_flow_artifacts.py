@@ -34,11 +34,12 @@ def of_run(key: str, run_id: str) -> dict:
 
 def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
     from raglake.flows.evaluate import evaluate
+    from raglake.pipeline.settings import RunSettings
 
     lake = str(tmp_path / "lake")
     for _ in range(2):  # the second run is summarised against the first
-        run_id = evaluate(golden="data/golden/sample.jsonl", target="replay:data/captures/basic_search.jsonl",
-                          lake=lake, metrics=["recall_any_at_k", "mrr_at_k", "abstention_accuracy"])
+        run_id = evaluate(RunSettings(golden="data/golden/sample.jsonl", target="replay:data/captures/basic_search.jsonl",
+                          lake=lake, metrics=["recall_any_at_k", "mrr_at_k", "abstention_accuracy"]))
     md, table = of_run("raglake-summary-basic-search", run_id), of_run("raglake-headline-basic-search", run_id)
     assert run_id in md["data"] and "recall_any_at_k" in md["data"] and "Against" in md["data"]
     rows = json.loads(table["data"]) if isinstance(table["data"], str) else table["data"]

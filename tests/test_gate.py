@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from raglake.analysis import LakeQueries
 from raglake.gate import evaluate_gate, load_rules
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from tests.conftest import ROOT
 from tests.lakekit import land
 
@@ -98,7 +98,7 @@ def test_a_worse_capture_set_fails_the_gate_and_prints_the_failing_rows(lake):
     assert "abstention_accuracy" not in failing_table  # untouched by the damage
     assert "recency_conflict" in failing_table  # recall_any_at_k is gated by category too
 
-    checked, failing = evaluate_gate(LakeQueries(Lake(lake)), "r-good", "r-bad", load_rules(RULES))
+    checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-bad", load_rules(RULES))
     assert f"{len(checked)} checks, {len(failing)} failing" in out
     assert {r["metric"] for r in failing} == RETRIEVAL
     assert all(r["drop"] > r["max_drop"] and r["ci_high"] < 0 for r in failing)
@@ -113,7 +113,7 @@ def test_the_same_captures_pass(lake):
         result = gate(lake, "--baseline", baseline, "--candidate", candidate, "--rules", RULES)
         assert result.exit_code == 0, result.output + repr(result.exception)
         assert f"against {baseline}:" in result.output and "0 failing: pass" in result.output
-    checked, _ = evaluate_gate(LakeQueries(Lake(lake)), "r-good", "r-again", load_rules(RULES))
+    checked, _ = evaluate_gate(open_lake(lake), "r-good", "r-again", load_rules(RULES))
     assert {r["metric"] for r in checked} >= RETRIEVAL  # the pass checked something
     assert all(r["drop"] == 0 for r in checked)
 
@@ -128,7 +128,7 @@ def test_baseline_latest_is_the_previous_run_of_the_same_target_and_golden_set(l
 
 
 def test_a_tolerance_larger_than_the_drop_passes(lake, tmp_path):
-    checked, failing = evaluate_gate(LakeQueries(Lake(lake)), "r-good", "r-bad", load_rules(RULES))
+    checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-bad", load_rules(RULES))
     biggest = max(r["drop"] for r in failing)
     lenient = tmp_path / "lenient.yaml"
     lenient.write_text(f"defaults:\n  max_drop: {biggest + 0.01:.3f}\n  dimensions: [all, category]\n"
@@ -142,7 +142,7 @@ def test_a_tolerance_larger_than_the_drop_passes(lake, tmp_path):
                           "rules:\n  - metric: '*'\n  - metric: mrr_at_k\n    ignore: true\n")
     result = gate(lake, "--baseline", "r-good", "--candidate", "r-bad", "--rules", just_under)
     assert result.exit_code == 1, result.output
-    checked, failing = evaluate_gate(LakeQueries(Lake(lake)), "r-good", "r-bad", load_rules(just_under))
+    checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-bad", load_rules(just_under))
     assert [(r["metric"], r["slice"]) for r in failing] == [(r["metric"], r["slice"]) for r in checked
                                                             if r["drop"] > tolerance and r["ci_high"] < 0]
     assert failing and "mrr_at_k" not in {r["metric"] for r in checked}  # ignored
@@ -151,7 +151,7 @@ def test_a_tolerance_larger_than_the_drop_passes(lake, tmp_path):
 
 def test_a_drop_the_ci_cannot_tell_from_zero_passes(lake):
     """One case worse: recall falls by 1/n, more than the rule's 0.0, but the bootstrap CI reaches zero."""
-    checked, failing = evaluate_gate(LakeQueries(Lake(lake)), "r-good", "r-one-worse", load_rules(RULES))
+    checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-one-worse", load_rules(RULES))
     [recall] = [r for r in checked if (r["metric"], r["dimension"]) == ("recall_any_at_k", "all")]
     assert recall["drop"] > recall["max_drop"] == 0.0 and recall["ci_high"] == 0.0
     assert not failing

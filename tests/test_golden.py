@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.errors import InputError
 from raglake.golden import load_golden, load_imported_captures, load_labels
 from raglake.lake.query import fetch
-from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from tests.conftest import FIXTURES
 from tests.lakekit import land
 
@@ -152,7 +151,7 @@ def test_a_repeated_tag_counts_the_case_once(tmp_path: Path) -> None:
     path = _write(tmp_path / "g.jsonl", "\n".join(json.dumps(r) for r in rows))
     lake = str(tmp_path / "lake")
     land(lake, str(path), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-tags")
-    queries = LakeQueries(Lake(lake))
+    queries = open_lake(lake)
     pairs = fetch(queries.con, "SELECT case_id, slice FROM case_slices WHERE run_id = 'r-tags' AND dimension = 'tag'")
     assert len(pairs) == len(set(pairs)) == sum(len(set(r.get("tags") or ["-"])) for r in rows)
     db = [r for r in queries.breakdown(["r-tags"], "tag") if r["slice"] == "db" and r["metric"] == "recall_any_at_k"]

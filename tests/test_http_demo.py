@@ -21,6 +21,8 @@ import pytest
 import yaml
 
 from raglake.golden import load_golden
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.settings import RunSettings
 from tests.httpkit import (
     CORPUS_SUBSET,
     FAULTS,
@@ -219,7 +221,7 @@ def flow_run(prefect_harness, fault_demo: Demo, tmp_path_factory) -> FlowRun:  #
     os.environ[SECRET_VAR] = token
     try:
         fault_demo.reset()
-        run_id = evaluate(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(lake), metrics=FLOW_METRICS)
+        run_id = evaluate(RunSettings(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(lake), metrics=FLOW_METRICS))
         log = list(fault_demo.log)
     finally:
         if previous is None:
@@ -233,10 +235,8 @@ def flow_run(prefect_harness, fault_demo: Demo, tmp_path_factory) -> FlowRun:  #
 
 
 def _queries(run: FlowRun):  # noqa: ANN202
-    from raglake.analysis import LakeQueries
-    from raglake.lake.store import Lake
 
-    return LakeQueries(Lake(str(run.lake)))
+    return open_lake(str(run.lake))
 
 
 @pytest.mark.flow
@@ -393,8 +393,8 @@ def test_compare_reports_an_index_version_change(flow_run: FlowRun, corpus: Path
     demo = start_demo(changed, str(tmp_path / "demo-lake"), Faults(), [c.question for c in golden.cases])
     try:
         config = write_config(tmp_path / "demo.yaml", demo.port, timeout_s=10, retries=1, backoff_s=0.01)
-        run_b = evaluate(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(flow_run.lake),
-                         metrics=FLOW_METRICS)
+        run_b = evaluate(RunSettings(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(flow_run.lake),
+                         metrics=FLOW_METRICS))
         new_version = demo.target.manifest().index_version
     finally:
         demo.stop()

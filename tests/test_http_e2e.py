@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.golden import load_golden
 from raglake.lake.landing import is_committed
 from raglake.lake.query import fetch
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import journal_path
 from raglake.targets.journal import CaptureJournal
 from tests.conftest import ROOT
@@ -94,14 +94,14 @@ def test_a_killed_run_resumes_without_losing_duplicating_or_asking_again(prefect
     assert set(done) <= {c.id for c in cases}
     assert not is_committed(Lake(str(lake)), RUN_ID)
     if lake.exists():
-        assert LakeQueries(Lake(str(lake))).runs() == []
+        assert open_lake(str(lake)).runs() == []
 
     # second attempt: the same command, to completion
     second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, f"{second.stdout}\n{second.stderr}"
     assert f"landed run(s): {RUN_ID}" in second.stdout
 
-    q = LakeQueries(Lake(str(lake)))
+    q = open_lake(str(lake))
     assert [r["run_id"] for r in q.runs()] == [RUN_ID]
     assert len(Lake(str(lake)).files("runs")) == 1
     rows = fetch(q.con, "SELECT case_id, question, capture_status, capture_attempts, latency_wall_ms FROM cases "

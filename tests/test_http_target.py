@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from raglake.errors import InputError
+from raglake.pipeline.settings import RunSettings
 from raglake.schemas import GoldenCase
 from raglake.targets.http_client import (
     MappingError,
@@ -110,7 +111,7 @@ def test_missing_env_var_fails_the_check_before_anything_is_written(tmp_path: Pa
                           headers={"Authorization": "Bearer ${RAGLAKE_UNSET_TOKEN}"})
     lake = tmp_path / "lake"
     with pytest.raises(InputError, match=r"needs environment variable \$\{RAGLAKE_UNSET_TOKEN\}, which is not set") as info:
-        plan_run(target=f"http:{config}", golden=str(SAMPLE_GOLDEN), lake=str(lake))
+        plan_run(RunSettings(target=f"http:{config}", golden=str(SAMPLE_GOLDEN), lake=str(lake)))
     line = next(i for i, text in enumerate(config.read_text().splitlines(), start=1) if "Authorization:" in text)
     assert (info.value.path, info.value.line, info.value.field) == (str(config), line, "headers.Authorization")
     assert not lake.exists()

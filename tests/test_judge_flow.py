@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.judge.config import load_prices
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.settings import RunSettings
 from tests.fake_openai import FakeOpenAI, Reply, canned_reply, ok, prompt_id_of
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -99,10 +100,10 @@ def judged(tmp_path_factory) -> Judged:
         options = dict(golden=golden, target=target, lake=lake, metrics=METRICS,
                        judge={"base_url": server.url, "model": MAIN, "backoff_s": 0.01},
                        spot_check={"model": SPOT, "share": 0.5, "minimum": 2})
-        first = evaluate(**options)
+        first = evaluate(RunSettings(**options))
         requests_first = server.count
         models = [r.model for r in server.requests]
-        second = evaluate(**options)
+        second = evaluate(RunSettings(**options))
         return Judged(lake, first, second, key, requests_first, server.count - requests_first, models)
 
 
@@ -227,7 +228,7 @@ def test_no_judge_skips_judge_metrics_and_the_summary_says_how_to_configure_one(
 
     golden, target = write_inputs(tmp_path / "inputs")
     lake = str(tmp_path / "lake")
-    run_id = evaluate(golden=golden, target=target, lake=lake, metrics=METRICS)
+    run_id = evaluate(RunSettings(golden=golden, target=target, lake=lake, metrics=METRICS))
     rows = judge_rows(lake, run_id)
     assert len(rows) == N_CASES * len(JUDGE_METRICS)
     assert {(r["status"], r["reason"]) for r in rows.values()} == {("skipped", "no_judge")}
@@ -237,7 +238,7 @@ def test_no_judge_skips_judge_metrics_and_the_summary_says_how_to_configure_one(
     assert models is None and json.loads(versions) == {}
     assert fetch(connect(Lake(lake)), "SELECT count(*) FROM judge_calls") == [(0,)]
     with render.console.capture() as captured:
-        print_run_summary(LakeQueries(Lake(lake)), run_id)
+        print_run_summary(open_lake(lake), run_id)
     out = " ".join(captured.get().split())
     assert f"{len(rows)} judge metric value(s) were skipped: no judge is configured" in out
     assert "--judge-base-url" in out and "--judge-model" in out and "--judge local" in out

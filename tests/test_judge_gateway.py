@@ -19,6 +19,7 @@ from raglake.judge.config import JudgeConfig, load_prices
 from raglake.judge.gateway import JudgeGateway, JudgeResult
 from raglake.judge.ledger import JudgeLedger
 from raglake.judge.prompts import DATA_RULE, get_prompt
+from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import connect
 from raglake.lake.store import Lake
 from tests.fake_openai import FakeOpenAI, Reply, data_fences, error, hang, ok, user_message
@@ -48,7 +49,7 @@ def make_gateway(server: FakeOpenAI, lake: Lake, model: str = "gpt-4o-mini", bud
                  **settings) -> JudgeGateway:
     settings = {"backoff_s": 0.01, "max_backoff_s": 0.05, "timeout_s": 5.0, **settings}
     config = JudgeConfig(base_url=server.url, model=model, prices=load_prices(), **settings)
-    return JudgeGateway(config, JudgeLedger(lake, run_id="r-gateway-test"), budget)
+    return JudgeGateway(config, JudgeLedger(LakeCallStore(lake), run_id="r-gateway-test"), budget)
 
 
 def ask(gateway: JudgeGateway, *calls: tuple[str, dict], concurrent: bool = False) -> list[JudgeResult]:

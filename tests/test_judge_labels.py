@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from raglake.judge.steps import StepOutcome
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.metrics.steps import StepOutcome
 from raglake.pipeline.scoring import score_batch
 from tests.judgecases import (
     ANSWER,

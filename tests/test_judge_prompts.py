@@ -1,6 +1,6 @@
 """Judge prompts are files: every bundled one loads and matches its file; rendering fails on a missing
 variable; a bad prompt file (undeclared placeholder, bad output schema, id not matching the file name,
-unknown key) fails with file, line and field."""
+unknown key) fails with file, line and field; the prompt lock catches an edit without a version bump."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from raglake.errors import ConfigError, InputError
-from raglake.judge.prompts import get_prompt, load_prompt_file, load_prompts
+from raglake.judge.prompts import (
+    LOCK_COMMAND,
+    get_prompt,
+    load_prompt_file,
+    load_prompts,
+    lock_problems,
+    main,
+    write_lock,
+)
 
 
 def test_every_bundled_prompt_loads_and_matches_its_file():
@@ -88,3 +96,37 @@ def test_unknown_key_in_a_prompt_file_fails(tmp_path):
     with pytest.raises(InputError) as e:
         load_prompt_file(path)
     assert e.value.field == "temperature" and e.value.line == 14
+
+
+def test_every_bundled_prompt_matches_the_lock():
+    """A prompt's bytes may change only with its version: edit a prompt, bump its version, re-lock."""
+    problems = lock_problems()
+    assert not problems, "\n".join(problems)
+
+
+def test_a_prompt_edited_without_a_version_bump_fails_the_lock(tmp_path):
+    path, lock = _write(tmp_path, "edited"), tmp_path / "prompts.lock"
+    write_lock(tmp_path, lock)
+    assert lock_problems(tmp_path, lock) == []
+    path.write_text(path.read_text().replace("You judge.", "You judge strictly."))
+    (problem,) = lock_problems(tmp_path, lock)
+    assert "'edited'" in problem and "bump its version" in problem and LOCK_COMMAND in problem
+    path.write_text(path.read_text().replace("version: 1", "version: 2"))
+    (problem,) = lock_problems(tmp_path, lock)  # bumped, but the lock still has version 1
+    assert "stale" in problem and "'edited'" in problem and LOCK_COMMAND in problem
+    write_lock(tmp_path, lock)
+    assert lock_problems(tmp_path, lock) == []
+
+
+def test_a_stale_lock_names_added_and_removed_prompts(tmp_path, capsys):
+    lock = tmp_path / "prompts.lock"
+    assert "no prompt lock" in lock_problems(tmp_path, lock)[0]
+    _write(tmp_path, "kept"), _write(tmp_path, "removed")
+    write_lock(tmp_path, lock)
+    (tmp_path / "removed.yaml").unlink()
+    _write(tmp_path, "added")
+    problems = lock_problems(tmp_path, lock)
+    assert len(problems) == 2 and all(LOCK_COMMAND in p for p in problems)
+    assert "'added'" in problems[0] and "not in the lock" in problems[0] and "'removed'" in problems[1]
+    assert main([]) == 0 and "matches every prompt file" in capsys.readouterr().out  # the bundled prompts
+    assert main(["--bogus"]) == 2

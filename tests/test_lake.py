@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from raglake.errors import LakeError
-from raglake.lake.query import connect, fetch, scalar
+from raglake.lake.query import fetch, scalar
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
+from raglake.pipeline.lakes import connect_lake
 from tests.conftest import FIXTURES
 from tests.lakekit import land
 
@@ -43,7 +44,7 @@ def test_layout_is_hive_partitioned_with_one_file_per_table(lake_dir: str) -> No
 
 def test_every_case_metric_has_a_row_per_case(lake_dir: str) -> None:
     land(lake_dir, GOLDEN, TARGET, "r-one")
-    con = connect(Lake(lake_dir))
+    con = connect_lake(lake_dir)
     n_metrics = scalar(con, "SELECT count(*) FROM metrics WHERE level = 'case'")
     assert scalar(con, "SELECT count(*) FROM scores") == 4 * n_metrics
     # failed capture: every metric undefined with reason capture_failed, value NaN. (NaN is checked in
@@ -92,18 +93,31 @@ def test_a_landing_that_fails_half_way_is_invisible_and_retry_succeeds(lake_dir:
     after = _fingerprint(lake_dir)
     assert {k: v for k, v in after.items() if k in before} == before  # nothing landed before was touched
     assert not [k for k in after if k.endswith(".tmp")]  # no temp files left
-    con = connect(Lake(lake_dir))
+    con = connect_lake(lake_dir)
     assert scalar(con, "SELECT list(DISTINCT run_id) FROM scores") == ["r-good"]
     assert scalar(con, "SELECT count(*) FROM cases WHERE run_id = 'r-crash'") == 0
     monkeypatch.setattr(Lake, "write", original)
     land(lake_dir, GOLDEN, TARGET, "r-crash", minutes=1)  # the retry replaces its own uncommitted files
-    con = connect(Lake(lake_dir))
+    con = connect_lake(lake_dir)
     assert scalar(con, "SELECT count(*) FROM cases WHERE run_id = 'r-crash'") == 4
 
 
 def test_fsspec_memory_filesystem_round_trip() -> None:
     lake = Lake("memory://raglake-test-lake")
     land(lake.url, GOLDEN, TARGET, "r-mem")
-    con = connect(Lake("memory://raglake-test-lake"))
+    con = connect_lake("memory://raglake-test-lake")
     assert scalar(con, "SELECT count(DISTINCT case_id) FROM cases") == 4
     assert scalar(con, "SELECT count(*) FROM runs") == 1
+
+
+def test_a_column_the_builder_forgets_is_an_error_not_nulls() -> None:
+    from raglake.lake.tables import to_arrow
+
+    full = {name: [None] for name in TABLES["labels"].schema.names}
+    assert to_arrow(TABLES["labels"], full).num_rows == 1
+    forgot = {k: v for k, v in full.items() if k != "label_source"}
+    with pytest.raises(LakeError, match=r"labels.*label_source"):
+        to_arrow(TABLES["labels"], forgot)
+    assert to_arrow(TABLES["labels"], forgot, optional=("label_source",)).column("label_source").null_count == 1
+    with pytest.raises(LakeError, match="lengths"):
+        to_arrow(TABLES["labels"], {**full, "rank": [1, 2]})

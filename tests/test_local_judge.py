@@ -103,10 +103,11 @@ def _gateway(base_url: str, lake):
     from raglake.judge.gateway import JudgeGateway
     from raglake.judge.ledger import JudgeLedger
     from raglake.judge.local import LOCAL_MODEL
+    from raglake.lake.calls import LakeCallStore
 
     config = JudgeConfig(base_url=base_url, model=LOCAL_MODEL, label="local", concurrency=1, timeout_s=CALL_TIMEOUT_S,
                          max_retries=0, prices=load_prices())
-    return JudgeGateway(config, JudgeLedger(lake, run_id="r-local-judge"))
+    return JudgeGateway(config, JudgeLedger(LakeCallStore(lake), run_id="r-local-judge"))
 
 
 async def _watched(coro, process: subprocess.Popen):

@@ -291,7 +291,7 @@ def test_the_disk_cache_is_shared_by_key_and_only_by_key(tmp_path: Path) -> None
 
 
 def test_real_model_paraphrase_beats_unrelated() -> None:
-    from raglake.embed.prepare import default_encoder
+    from raglake.embed.encoders import default_encoder
 
     reference = "The meeting was postponed until next week."
     pairs = [

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from raglake.embed.prepare import default_encoder, prepare_embeddings
+from raglake.embed.encoders import default_encoder
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import FAMILIES, STATUSES, Score, all_metrics
+from raglake.pipeline.embedding import prepare_embeddings
 from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
 from tests.judgekit import judge_outcomes

@@ -23,14 +23,17 @@ from raglake.analysis import LakeQueries
 from raglake.cli import app
 from raglake.errors import ConfigError
 from raglake.judge.ledger import JudgeLedger
-from raglake.lake.landing import land_run
+from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import run_query
-from raglake.lake.store import Lake
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import plan_run
+from raglake.pipeline.rows import land_scored_run
 from raglake.pipeline.scoring import score_batch
+from raglake.pipeline.settings import RunSettings
 from raglake.report.artifacts import summary_markdown, summary_table
+from raglake.report.data import gather
 from tests.conftest import ROOT
 from tests.judgekit import ScriptedGateway, canned, judge_outcomes
 from tests.lakekit import land
@@ -67,12 +70,12 @@ class LedgerGateway(ScriptedGateway):
 
 def land_judged(lake: str, golden: str, target: str, run_id: str, minutes: int) -> None:
     """tests/lakekit.land, with the scripted judge's outcomes and ledger rows."""
-    plan = plan_run(golden=golden, target=target, lake=lake, run_id=run_id, metrics=["recall_any_at_k", "correctness"],
-                    judge={"base_url": "http://127.0.0.1:9/v1", "model": "scripted-judge"})
+    plan = plan_run(RunSettings(golden=golden, target=target, lake=lake, run_id=run_id, metrics=["recall_any_at_k", "correctness"],
+                    judge={"base_url": "http://127.0.0.1:9/v1", "model": "scripted-judge"}))
     plan.started_at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=minutes)
     captures = plan.target.capture(plan.golden.cases)
     pairs = list(zip(plan.golden.cases, captures))
-    ledger = JudgeLedger(plan.lake, run_id)
+    ledger = JudgeLedger(LakeCallStore(plan.lake), run_id)
     outcomes = judge_outcomes(pairs, plan.metrics, plan.config, gateway=LedgerGateway(ledger))
     ledger.flush()
     scored = score_batch(pairs, plan.metrics, plan.config, judge=outcomes)
@@ -86,7 +89,7 @@ def land_judged(lake: str, golden: str, target: str, run_id: str, minutes: int) 
              ("tokens_per_chunk_mean", ".md", None, 41.5)]
     coverage = {"index_version": ["ix-0042"] * len(stats), **dict(zip(("stat", "doc_type", "reason", "value"),
                                                                       map(list, zip(*stats))))}
-    land_run(plan.lake, record, plan.golden.cases, captures, scored, values, plan.scoring_id, coverage=coverage)
+    land_scored_run(plan.lake, record, plan.golden.cases, captures, scored, values, plan.scoring_id, coverage=coverage)
 
 
 def write_markup_inputs(folder: Path) -> tuple[str, str]:
@@ -117,7 +120,7 @@ class Built:
     reports: dict[str, Path]
 
     def q(self) -> LakeQueries:
-        return LakeQueries(Lake(self.lake))
+        return open_lake(self.lake)
 
 
 def report(built: Built, *args: str) -> Any:
@@ -200,6 +203,21 @@ def test_headline_metrics_carry_the_lakes_n_mean_and_ci(built):
     shown = [m for m in rows if m in set(order)]
     assert shown == order  # the registry's order
     assert "r-local" in text and "local_search" in text and "basic_search" in text  # header: both runs
+
+
+def test_charts_and_worst_cases_follow_the_registrys_flags(built):
+    """What the report charts and lists by worst case is the registry's metadata (headline, worst_cases),
+    in the registry's order, grouped by family: no list of metric names in the report."""
+    data = gather(built.q(), "r-markup", worst=2, n_boot=100)
+    have = {r["metric"] for r in data.headline if r["n"]}
+    headline = [m for m in all_metrics(level="case") if m.headline and m.name in have]
+    assert headline and any(m.family == "judge" for m in headline)
+    charted = [name for names in data.chart_groups.values() for name in names]
+    assert charted == [m.name for m in headline]
+    assert data.chart_groups["judge"] == [m.name for m in headline if m.family == "judge"]
+    flagged = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have]
+    assert data.worst and list(data.worst) == [m for m in flagged if m in data.worst]
+    assert set(data.worst) <= set(flagged[:6])
 
 
 def test_comparison_flags_the_regressions_in_red(built):
@@ -300,6 +318,8 @@ def test_artifact_summaries(built):
     assert "| `recall_any_at_k` ↑ | retrieval | 54 |" in text and "**worse**" in text and "Slices that regressed" in text
     markup = summary_markdown(q, "r-markup", n_boot=200)
     assert "`correctness` ↑ | judge | 2 |" in markup
+    figures = next(line for line in text.splitlines() if line.startswith("**Run figures:**"))  # run-level headline
+    assert "error_rate" in figures and "latency_p95_ms" in figures and "judge_ledger_hits" not in figures
 
 
 # --- in a real browser ---------------------------------------------------------------------------------

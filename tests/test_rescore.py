@@ -7,6 +7,7 @@ the real re-score then sends (and a ledger hit is free); runs are chosen by id, 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shutil
 import sys
@@ -15,12 +16,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from raglake.analysis import LakeQueries
-from raglake.judge import stage
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
 from raglake.metrics import registry
 from raglake.metrics.registry import Score
+from raglake.pipeline.judging import JUDGE_RUNS
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.settings import RescoreSettings, RunSettings
 from tests.conftest import ROOT
 from tests.fake_openai import FakeOpenAI
 from tests.lakekit import land
@@ -63,7 +65,6 @@ def rows(lake: str, sql: str, **params) -> list[tuple]:
 
 def bump(monkeypatch, name: str, version: str, fn=None) -> None:
     """Register `name` again with a new version (and optionally a new function), as a code change would."""
-    registry._load_builtin_metrics()
     old = registry._REGISTRY[name]
     monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(old, version=version, fn=fn or old.fn))
 
@@ -119,7 +120,7 @@ def test_nothing_changed_is_all_cache_hits_and_writes_nothing(lake, run_id):
     before = lake_files(lake)
     out = one_line(cli("rescore", run_id, "--metrics", ",".join(METRICS), "--lake", lake).output)
     assert f"{run_id}: recomputed 0 metric(s) (0 rows), kept {len(METRICS)} unchanged" in out
-    report = rescore(run_ids=[run_id], metrics=METRICS, lake=lake)
+    report = rescore(RescoreSettings(run_ids=[run_id], metrics=METRICS, lake=lake))
     r = report["runs"][run_id]
     assert (r["recompute"], r["keep"]) == (0, len(METRICS)) and "rows" not in r
     # retrieval: cache hits; groundedness and abstention_accuracy (which can ask a judge) are kept: no judge given
@@ -155,7 +156,7 @@ def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scor
     assert new_mrr == {cid: 0.25 for cid in old_mrr}
     assert dict(rows(lake, "SELECT case_id, value FROM scores WHERE scoring_id = $s AND metric = 'mrr_at_k' "
                            "AND status = 'ok'", s=original)) == old_mrr  # the old rows stay queryable
-    [mrr] = [b for b in LakeQueries(Lake(lake)).breakdown([run_id], "all") if b["metric"] == "mrr_at_k"]
+    [mrr] = [b for b in open_lake(lake).breakdown([run_id], "all") if b["metric"] == "mrr_at_k"]
     assert mrr["mean"] == pytest.approx(0.25) and mrr["n"] == len(old_mrr)
 
     files = lake_files(lake)
@@ -231,8 +232,7 @@ def test_dry_run_judge_estimate_is_what_the_rescore_sends_and_the_ledger_makes_i
 
         # recomputed, but every call is in the lake's ledger (read afresh, as a new process would)
         bump(monkeypatch, "groundedness", "2-test")
-        monkeypatch.setattr(stage, "_LEDGERS", {})
-        monkeypatch.setattr(stage, "_BUDGETS", {})
+        JUDGE_RUNS.clear()
         out = one_line(cli("rescore", run_id, "-m", "groundedness,faithfulness", "--dry-run", *judge).output)
         assert f"run {run_id}: 1 to recompute, 1 kept" in out and estimate(out) == (grounded, grounded)
         out = one_line(cli("rescore", run_id, "-m", "groundedness,faithfulness", *judge).output)
@@ -283,7 +283,7 @@ def test_the_flow_rescores_the_runs_of_a_date_range(dated, monkeypatch):
 
     v = registry.get_metric("recall_any_at_k").version
     bump(monkeypatch, "recall_any_at_k", "2-dated")
-    report = rescore(since=dt.date(2026, 1, 2), metrics=["recall_any_at_k"], lake=dated)
+    report = rescore(RescoreSettings(since=dt.date(2026, 1, 2), metrics=["recall_any_at_k"], lake=dated))
     assert sorted(report["runs"]) == ["r-jan03", "r-jan09"] and not report["dry_run"]
     assert [(r["recompute"], r["rows"]) for r in report["runs"].values()] == [(1, N_CASES)] * 2
     versions = rows(dated, "SELECT run_id, list(DISTINCT metric_version ORDER BY metric_version) FROM scores "
@@ -304,3 +304,39 @@ def test_bad_selection_exits_2_with_a_clear_message(dated, monkeypatch, capsys, 
     code, out = main_exit(monkeypatch, capsys, "rescore", *args, "--lake", dated)
     assert code == 2 and words in out, out
     assert lake_files(dated) == before
+
+
+# ---- one pipeline: a forced re-score of an unchanged run reproduces it ----------------------------------
+
+IDENTITY_METRICS = ["recall_any_at_k", "mrr_at_k", "ndcg_at_k", "semantic_similarity", "answer_correctness_emb",
+                    "bert_score_f1"]
+
+
+def test_a_forced_rescore_of_an_unchanged_run_reproduces_every_score_byte_for_byte(tmp_path, prefect_harness):
+    """evaluate and rescore share one embed → judge → score pipeline: recomputing every metric of an
+    unchanged run from its stored captures gives the very same values (float bits), statuses and
+    reasons, BERTScore with run-level idf included. Scored in several batches, each recomputed (not a
+    cache hit: the re-score keeps its task results elsewhere); the golden set is in case-id order so
+    that the stored run's batches are the run's own."""
+    from raglake.flows.evaluate import evaluate
+    from raglake.flows.rescore import rescore
+
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(sorted(Path(GOLDEN).read_text().splitlines(keepends=True),
+                                     key=lambda line: json.loads(line)["id"])))
+    lake = str(tmp_path / "lake")
+    target = f"replay:{ROOT / 'data' / 'captures' / 'basic_search.jsonl'}"
+    run_id = evaluate(RunSettings(golden=str(golden), target=target, lake=lake, metrics=IDENTITY_METRICS, batch_size=25,
+                                  results=str(tmp_path / "results"), scoring={"bertscore_idf": True}))
+    report = rescore(RescoreSettings(run_ids=[run_id], metrics=IDENTITY_METRICS, lake=lake, batch_size=25, force=True))
+    assert report["runs"][run_id]["recompute"] == len(IDENTITY_METRICS)
+    by_scoring: dict[str, dict[tuple[str, str], tuple]] = {}
+    stored = rows(lake, "SELECT scoring_id, case_id, metric, value, status, reason, metric_version, embedder "
+                        "FROM scores WHERE run_id = $r", r=run_id)
+    for sid, case_id, metric, value, *rest in stored:
+        by_scoring.setdefault(sid, {})[(case_id, metric)] = (None if value is None else value.hex(), *rest)
+    original, again = by_scoring.values()
+    assert len(original) == N_CASES * len(IDENTITY_METRICS)
+    assert again == original
+    bert = [v for (_, metric), v in original.items() if metric == "bert_score_f1" and v[1] == "ok"]
+    assert bert and all(":idf" in v[4] for v in bert)  # scored with idf weights

@@ -10,14 +10,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.errors import LakeError
-from raglake.lake.landing import land_run
 from raglake.lake.query import connect, fetch, scalar
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
+from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import plan_run
+from raglake.pipeline.rows import land_scored_run
 from raglake.pipeline.scoring import score_batch
+from raglake.pipeline.settings import RunSettings
 from tests.conftest import FIXTURES
 from tests.lakekit import land
 
@@ -66,7 +67,7 @@ def test_retry_after_a_failed_commit_keeps_only_the_retrys_rows(lake_dir: str, r
     assert {m for _, m in pairs} == wanted
     assert len({r["scoring_id"] for r in raw}) == 1
 
-    q = LakeQueries(Lake(lake_dir))
+    q = open_lake(lake_dir)
     shown = {(r["metric"], r["n"]) for r in q.breakdown([RUN], "all")}
     assert {m for m, _ in shown} == wanted, shown
     assert scalar(q.con, "SELECT count(*) FROM scores WHERE run_id = $r", r=RUN) == 4 * len(wanted)
@@ -97,13 +98,13 @@ def test_a_committed_run_never_takes_rows_from_a_later_attempt(lake_dir: str) ->
     and the committed rows stay exactly as they were."""
     land(lake_dir, GOLDEN, TARGET, RUN, metrics=["recall_any_at_k"])
     before = {str(p): p.read_bytes() for p in Path(lake_dir).rglob("*") if p.is_file()}
-    plan = plan_run(golden=GOLDEN, target=TARGET, lake=lake_dir, metrics=["mrr_at_k"])
+    plan = plan_run(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, metrics=["mrr_at_k"]))
     plan.run_id = RUN  # as a second process that planned before the first one committed
     captures = plan.target.capture(plan.golden.cases)
     scored = score_batch(zip(plan.golden.cases, captures), plan.metrics, plan.config)
     record = plan.record(dt.datetime.now(dt.UTC), len(captures))
     with pytest.raises(LakeError, match="already in the lake"):
-        land_run(plan.lake, record, plan.golden.cases, captures, scored, [], plan.scoring_id)
+        land_scored_run(plan.lake, record, plan.golden.cases, captures, scored, [], plan.scoring_id)
     after = {str(p): p.read_bytes() for p in Path(lake_dir).rglob("*") if p.is_file()}
     assert after == before
     con = connect(Lake(lake_dir))
@@ -132,7 +133,8 @@ def test_a_write_never_replaces_a_file_even_when_the_existence_check_races(lake_
     monkeypatch.setattr(type(lake.fs), "exists",  # the check saw nothing
                         lambda self, path, **kw: False if path == first else real_exists(self, path, **kw))
     with pytest.raises(LakeError, match="append-only"):
-        lake.write("coverage", RUN, to_arrow(TABLES["coverage"], {"stat": ["docs"], "value": [1.0]}), "part")
+        lake.write("coverage", RUN, to_arrow(TABLES["coverage"], {"stat": ["docs"], "value": [1.0]},
+                                                        optional=("index_version", "doc_type", "reason")), "part")
     monkeypatch.undo()
     assert Path(first).read_bytes() == before
     assert [p.name for p in Path(first).parent.iterdir()] == ["part.parquet"]  # no temp file left
@@ -152,3 +154,21 @@ def test_a_second_landing_of_the_same_run_at_the_same_time_commits_nothing(lake_
     with pytest.raises(LakeError, match="another process is landing run"):
         land(lake_dir, GOLDEN, TARGET, RUN)
     assert not Lake(lake_dir).files("runs")
+
+
+def test_landing_is_a_commit_protocol_over_arrow_tables(lake_dir: str) -> None:
+    """raglake.lake.landing lands any run-partitioned tables and then the runs row; it refuses what is
+    no run's table and a runs row of another run before it writes anything."""
+    from raglake.lake.landing import land_run
+
+    lake = Lake(lake_dir)
+    empty = {name: TABLES[name].schema.empty_table() for name in ("cases", "scores")}
+    row = TABLES["runs"].schema.empty_table()
+    with pytest.raises(LakeError, match="not judge_calls"):
+        land_run(lake, RUN, dt.date(2026, 1, 1), {"judge_calls": TABLES["judge_calls"].schema.empty_table()}, row)
+    with pytest.raises(LakeError, match=r"one row with that run_id, got \[\]"):
+        land_run(lake, RUN, dt.date(2026, 1, 1), empty, row)
+    assert lake.snapshot() == dict.fromkeys(TABLES, 0)
+    cols = {name: [None] for name in TABLES["runs"].schema.names} | {"run_id": [RUN]}
+    land_run(lake, RUN, dt.date(2026, 1, 1), empty, to_arrow(TABLES["runs"], cols))
+    assert lake.snapshot() == {**dict.fromkeys(TABLES, 0), "cases": 1, "scores": 1, "runs": 1}

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.lake.landing import is_committed
 from raglake.lake.query import fetch
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from tests.conftest import FIXTURES, ROOT
 from tests.fake_openai import FakeOpenAI, hang
 
@@ -99,7 +99,7 @@ def test_sigterm_while_the_judge_hangs_ends_the_run_and_the_same_run_id_finishes
         done = subprocess.run([sys.executable, "-m", "raglake", *args], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
-    rows = fetch(LakeQueries(Lake(lake)).con, "SELECT metric, status FROM scores WHERE run_id = 'r-sig'")
+    rows = fetch(open_lake(lake).con, "SELECT metric, status FROM scores WHERE run_id = 'r-sig'")
     cases = len(GOLDEN.read_text().splitlines())
     # one row per case × metric
     assert sorted(m for m, _ in rows) == ["groundedness"] * cases + ["recall_any_at_k"] * cases

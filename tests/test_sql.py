@@ -14,6 +14,7 @@ from raglake.analysis import LakeQueries, resolve_run
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.query import fetch, run_query, scalar
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from tests.conftest import FIXTURES
 from tests.lakekit import land
 
@@ -60,7 +61,7 @@ def lake(tmp_path_factory) -> tuple[LakeQueries, dict[str, dict[int, int | None]
     land(lake_dir, golden, _captures(root / "bad.jsonl", bad, "bad"), "r-bad", minutes=1)
     land(lake_dir, golden, _captures(root / "noisy.jsonl", noisy, "noisy"), "r-noisy", minutes=2)
     land(lake_dir, golden, _captures(root / "good2.jsonl", good, "good"), "r-good-again", minutes=3)
-    return LakeQueries(Lake(lake_dir)), {"r-good": good, "r-bad": bad, "r-noisy": noisy}
+    return open_lake(lake_dir), {"r-good": good, "r-bad": bad, "r-noisy": noisy}
 
 
 def _row(rows: list[dict], **match) -> dict:
@@ -85,7 +86,8 @@ def test_breakdown_means_and_counts_match_hand_computation(lake) -> None:
 def test_breakdown_by_tag_counts_a_case_in_each_of_its_tags(lake) -> None:
     q, hits = lake
     rows = q.breakdown(["r-bad"], "tag")
-    alpha, beta = _row(rows, slice="alpha", metric="recall_any_at_k"), _row(rows, slice="beta", metric="recall_any_at_k")
+    alpha = _row(rows, slice="alpha", metric="recall_any_at_k")
+    beta = _row(rows, slice="beta", metric="recall_any_at_k")
     assert alpha["n"] == N and beta["n"] == N // 4
     assert math.isclose(beta["mean"], np.mean([1.0 if hits["r-bad"][i] else 0.0 for i in range(0, N, 4)]))
 
@@ -146,6 +148,32 @@ def test_bootstrap_resamples_are_independent_in_small_slices(lake) -> None:
     assert abs(row["ci_low"] - low) < 0.1 * width + 0.01 and abs(row["ci_high"] - high) < 0.1 * width + 0.01
 
 
+def _seeded_interval(q: LakeQueries, values: np.ndarray, n_boot: int, seed: int, alpha: float) -> np.ndarray:
+    """The interval the SQL must give: numpy's quantiles of the means of `values` (in case_id order)
+    over the seeded draws of `resample_draws` (sql/views/05_resample_draws.sql)."""
+    draws = fetch(q.con, "SELECT picks FROM resample_draws([$n], $n_boot, $seed) ORDER BY r",
+                  n=len(values), n_boot=n_boot, seed=seed)
+    means = np.array([values[np.asarray(picks) - 1].mean() for (picks,) in draws])
+    return np.quantile(means, [alpha / 2, 1 - alpha / 2])
+
+
+def test_both_intervals_are_the_seeded_draws_applied_to_the_slice(lake) -> None:
+    """compare_runs and metric_ci resample the same seeded draws: pinned to 1e-12 by a numpy bootstrap
+    over the very draws the SQL makes (so the shared macro cannot change an interval)."""
+    q, hits = lake
+    rr = lambda r: 1 / r if r else 0.0  # noqa: E731
+    paired = q.compare("r-good", "r-noisy", n_boot=300, seed=11, alpha=0.1)
+    one_run = q.metric_ci("r-noisy", "vault", n_boot=300, seed=11, alpha=0.1)
+    for vault, ids in (("work", range(32)), ("personal", range(32, N))):
+        d = np.array([rr(hits["r-noisy"][i]) - rr(hits["r-good"][i]) for i in ids])
+        row = _row(paired, metric="mrr_at_k", dimension="vault", slice=vault)
+        assert np.allclose([row["ci_low"], row["ci_high"]], _seeded_interval(q, d, 300, 11, 0.1), rtol=0, atol=1e-12)
+        v = np.array([rr(hits["r-noisy"][i]) for i in ids])
+        row = _row(one_run, metric="mrr_at_k", slice=vault)
+        assert row["ci_low"] < row["mean"] < row["ci_high"]
+        assert np.allclose([row["ci_low"], row["ci_high"]], _seeded_interval(q, v, 300, 11, 0.1), rtol=0, atol=1e-12)
+
+
 def test_min_pairs_keeps_tiny_slices_unflagged(lake) -> None:
     q, _ = lake
     rows = run_query(q.con, "compare_runs", run_a="r-good", run_b="r-bad", n_boot=200, seed=0, alpha=0.05,
@@ -190,8 +218,9 @@ def test_scores_latest_keeps_the_newest_scoring(tmp_path: Path) -> None:
     later = dt.datetime(2027, 1, 1, tzinfo=dt.timezone.utc)
     cols = {"case_id": ["c1"], "metric": ["mrr_at_k"], "value": [0.25], "status": ["ok"], "reason": [None],
             "metric_version": ["2"], "scoring_id": ["s-new"], "scored_at": [later]}
-    Lake(lake_dir).write("scores", "r-m", to_arrow(TABLES["scores"], cols), "s-new")
-    q = LakeQueries(Lake(lake_dir))
+    unset = ("label_source", "embedder", "judge_model", "prompt_id", "prompt_version", "judge_call")
+    Lake(lake_dir).write("scores", "r-m", to_arrow(TABLES["scores"], cols, optional=unset), "s-new")
+    q = open_lake(lake_dir)
     latest = fetch(q.con, "SELECT value, metric_version FROM scores_latest WHERE case_id='c1' AND metric='mrr_at_k'")
     assert latest == [(0.25, "2")]
     assert scalar(q.con, "SELECT count(*) FROM scores WHERE case_id='c1' AND metric='mrr_at_k'") == 2

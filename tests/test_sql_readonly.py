@@ -13,8 +13,9 @@ import duckdb
 import pytest
 
 from raglake.errors import ConfigError
-from raglake.lake.query import connect, run_sql
+from raglake.lake.query import run_sql
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import connect_lake
 from tests.conftest import FIXTURES, ROOT
 from tests.lakekit import land
 
@@ -56,7 +57,7 @@ def _refused(tmp_path: Path, lake: Lake) -> list[str]:
 
 def test_statements_other_than_queries_are_refused_and_the_lake_is_unchanged(lake: Lake, tmp_path: Path) -> None:
     before = _lake_bytes(lake)
-    con = connect(lake)
+    con = connect_lake(lake)
     for statement in _refused(tmp_path, lake):
         with pytest.raises(ConfigError, match="read-only to queries"):
             run_sql(con, statement)
@@ -68,7 +69,7 @@ def test_statements_other_than_queries_are_refused_and_the_lake_is_unchanged(lak
 def test_queries_cannot_read_files_outside_the_lake(lake: Lake, tmp_path: Path) -> None:
     outside = tmp_path / "outside.parquet"
     duckdb.sql(f"COPY (SELECT 42 AS answer) TO '{outside}'")
-    con = connect(lake)
+    con = connect_lake(lake)
     for query in ("SELECT * FROM read_text('/etc/hostname')", "SELECT * FROM read_csv('/etc/passwd')",
                   f"SELECT * FROM read_parquet('{outside}')", f"SELECT * FROM '{outside}'",
                   "SELECT * FROM glob('/etc/*')"):
@@ -79,7 +80,7 @@ def test_queries_cannot_read_files_outside_the_lake(lake: Lake, tmp_path: Path) 
 def test_the_library_connection_itself_is_locked(lake: Lake, tmp_path: Path) -> None:
     """Not only `run_sql`: any statement on a lake connection meets the same walls."""
     before = _lake_bytes(lake)
-    con = connect(lake)
+    con = connect_lake(lake)
     with pytest.raises(duckdb.Error, match="configuration has been locked"):
         con.sql("SET enable_external_access = true")
     with pytest.raises(duckdb.PermissionException):
@@ -91,7 +92,7 @@ def test_the_library_connection_itself_is_locked(lake: Lake, tmp_path: Path) -> 
 
 def test_every_lake_view_and_every_query_form_still_works(lake: Lake) -> None:
     before = _lake_bytes(lake)
-    con = connect(lake)
+    con = connect_lake(lake)
     names = [r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal "
                                    "UNION ALL SELECT table_name FROM duckdb_tables()").fetchall()]
     assert {"runs", "cases", "chunks", "scores", "scores_latest", "labels", "coverage", "run_metrics",

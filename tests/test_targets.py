@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from raglake.analysis import LakeQueries
 from raglake.errors import InputError, UnknownNameError
 from raglake.golden import load_golden
 from raglake.lake.query import fetch
 from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 from raglake.targets import make_target
 from tests.conftest import FIXTURES
 from tests.lakekit import land
@@ -70,7 +70,7 @@ def test_replay_run_reproduces_the_landed_scores(tmp_path: Path) -> None:
     lake_dir = str(tmp_path / "lake")
     land(lake_dir, GOLDEN, f"replay:{CAPTURES}", "r-orig")
     land(lake_dir, GOLDEN, "replay-run:r-orig", "r-again", minutes=1)
-    q = LakeQueries(Lake(lake_dir))
+    q = open_lake(lake_dir)
     rows = fetch(q.con, """
         SELECT a.metric, a.case_id, a.status, b.status, a.value, b.value
         FROM scores a JOIN scores b USING (case_id, metric)

@@ -118,7 +118,7 @@ def _check_contents(wheel: Path, source: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     top = {n.split("/", 1)[0] for n in names}
     assert top == {"raglake", f"raglake-{__version__}.dist-info"}, f"top-level entries besides raglake: {top}"
-    expected = _shipped_files(source)
+    expected = _shipped_files(source) | {"raglake/judge/prompts.lock"}  # the prompt lock travels with the prompts
     assert len(expected) > 60 and "raglake/sql/views/10_scores_latest.sql" in expected
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
     assert not {n for n in names if n.startswith(("raglake/sample/lake/", "raglake/sample/tools/"))}

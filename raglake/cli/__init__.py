@@ -7,7 +7,9 @@ import sys
 from raglake import prefect_settings
 from raglake.cli import jobs, queries, render, report, tools  # noqa: F401  (importing registers the commands)
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
+from raglake.embed.encoders import ENCODERS
 from raglake.errors import RaglakeError
+from raglake.pipeline.judging import JUDGE_RUNS
 
 
 def main() -> None:
@@ -18,3 +20,6 @@ def main() -> None:
     except RaglakeError as e:
         render.console.print(f"[bold red]error:[/] {e}", highlight=False)
         sys.exit(2)
+    finally:  # the command is over: the loaded models and any judge session go with it
+        ENCODERS.clear()
+        JUDGE_RUNS.clear()

@@ -12,46 +12,49 @@ from raglake.analysis import LakeQueries
 from raglake.cli import interrupt, render
 from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
 from raglake.metrics.registry import all_metrics
+from raglake.pipeline.settings import JudgeSettings
+from raglake.report.data import registry_order
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The `raglake` command line: run evaluations and ask the lake questions.",
                   pretty_exceptions_enable=False)
 
 LakeOpt = Annotated[Optional[str], typer.Option("--lake", help="Lake root (default $RAGLAKE_LAKE or data/lake).")]
-HEADLINE_FAMILIES = ("retrieval", "abstention", "embedding")
 
 
 MAX_SLICE_ROWS = 20
 
 
-def _split(values: Optional[list[str]]) -> list[str]:
+def split_option(values: Optional[list[str]]) -> list[str]:
+    """The values of a repeatable, comma-separated option (`-m a,b -m c`), stripped, empty ones dropped."""
     return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
 
 
-def _headline(rows: list[dict], chosen: list[str]) -> list[str]:
+def headline_metrics(rows: list[dict], chosen: list[str]) -> list[str]:
+    """The metrics a table shows: those chosen, else the registry's headline metrics that have `ok`
+    values in `rows` (when none has, every metric that has), in the registry's order."""
     if chosen:
         return chosen
-    seen = {r["metric"]: r for r in rows if r["n"]}
-    return [m.name for m in all_metrics(level="case") if m.name in seen and m.family in HEADLINE_FAMILIES]
+    seen = {r["metric"] for r in rows if r["n"]}
+    with_values = [m for m in all_metrics(level="case") if m.name in seen]
+    return [m.name for m in with_values if m.headline] or [m.name for m in with_values]
 
 
-def registry_order(rows: list[dict]) -> list[dict]:
-    """Rows in the registry's order (family, then as registered), stable within equal metrics."""
-    order = {m.name: i for i, m in enumerate(all_metrics())}
-    return sorted(rows, key=lambda r: order.get(r["metric"], len(order)))
+LOCAL_JUDGE = dict(base_url="http://127.0.0.1:1/v1", model=LOCAL_MODEL, label="local")  # its port: once started
 
 
 @contextlib.contextmanager
-def _judge_endpoint(judge: str | None, remote: dict | None, settings: dict) -> Iterator[dict | None]:
-    """The judge settings for the flow: a remote endpoint as given, or the local server for the run."""
-    if judge != "local":
-        yield remote
+def judge_endpoint(judge: JudgeSettings | None) -> Iterator[JudgeSettings | None]:
+    """The judge for the flow: a remote endpoint as given, or (label `local`) the local server, started
+    for the run and stopped after it."""
+    if judge is None or judge.label != "local":
+        yield judge
         return
     render.console.print("starting the local judge (llama.cpp, SmolLM2-135M: weak, for a fully offline pipeline) …")
     server = LocalJudgeServer()
     with interrupt.cleanup(server.stop), server:  # an interrupted run stops it too
         # llama.cpp's server answers one request at a time on this CPU: queueing more only times them out
-        yield dict(settings, base_url=server.base_url, model=LOCAL_MODEL, label="local", concurrency=1,
-                   timeout_s=max(settings["timeout_s"], 600.0))
+        yield judge.model_copy(update=dict(base_url=server.base_url, concurrency=1,
+                                           timeout_s=max(judge.timeout_s, 600.0)))
 
 
 NO_JUDGE_HINT = ("{n} judge metric value(s) were skipped: no judge is configured. Configure one with "

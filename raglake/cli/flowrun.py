@@ -6,16 +6,17 @@ commands that read the lake never load Prefect."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from raglake import progress
 from raglake.cli import interrupt, render
-from raglake.cli.common import _judge_endpoint
+from raglake.cli.common import judge_endpoint
 from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate
 from raglake.flows.rescore import rescore
 from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
+from raglake.pipeline.plan import CHECKED
+from raglake.pipeline.settings import RescoreSettings, RunSettings
 
 
 def _run_note(lake: str | None, run_ids: list[str]) -> Callable[[], str]:
@@ -32,15 +33,17 @@ def _run_note(lake: str | None, run_ids: list[str]) -> Callable[[], str]:
     return note
 
 
-def evaluate_targets(targets: list[str], run_ids: list[str], *, judge: str | None, remote: dict | None,
-                     judge_settings: dict, quiet: bool, options: dict[str, Any]) -> list[str]:
-    """Run the `evaluate` flow for each target under its planned run id; returns the run ids."""
-    with interrupt.stoppable(_run_note(options.get("lake"), run_ids)), interrupt.cleanup(runtime.stop_api):
-        runtime.start_api()
-        with _judge_endpoint(judge, remote, judge_settings) as judge_config, \
-                progress.reporting(render.console, not quiet):
-            return [interrupt.run_in_worker(evaluate, target=spec, run_id=run_id, judge=judge_config, **options)
-                    for spec, run_id in zip(targets, run_ids, strict=True)]
+def evaluate_targets(runs: list[RunSettings], *, quiet: bool) -> list[str]:
+    """Run the `evaluate` flow for each checked run (its run id fixed); returns the run ids. The flow
+    takes the inputs the check loaded (CHECKED); what no flow took is dropped at the end."""
+    run_ids = [s.run_id for s in runs]
+    try:
+        with interrupt.stoppable(_run_note(runs[0].lake, run_ids)), interrupt.cleanup(runtime.stop_api):
+            runtime.start_api()
+            with judge_endpoint(runs[0].judge) as judge, progress.reporting(render.console, not quiet):
+                return [interrupt.run_in_worker(evaluate, s.model_copy(update={"judge": judge})) for s in runs]
+    finally:
+        CHECKED.clear()
 
 
 def _rescore_note() -> str:
@@ -48,9 +51,9 @@ def _rescore_note() -> str:
             "the same command finishes it (unchanged work is reused)")
 
 
-def rescore_runs(*, quiet: bool, **parameters: Any) -> dict:
+def rescore_runs(settings: RescoreSettings, *, quiet: bool) -> dict:
     """Run the `rescore` flow; returns its report."""
     with interrupt.stoppable(_rescore_note), interrupt.cleanup(runtime.stop_api):
         runtime.start_api()
         with progress.reporting(render.console, not quiet):
-            return interrupt.run_in_worker(rescore, **parameters)
+            return interrupt.run_in_worker(rescore, settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,15 +12,27 @@ from raglake import prefect_settings
 from raglake.analysis import LakeQueries
 from raglake.cli import render
 from raglake.cli.common import (
+    LOCAL_JUDGE,
     LakeOpt,
-    _split,
     app,
     print_comparison,
     print_run_summary,
+    split_option,
 )
+from raglake.embed.encoders import text_encoder
 from raglake.errors import ConfigError
-from raglake.lake.store import Lake
-from raglake.pipeline.runners import RunnerSpec
+from raglake.gate import evaluate_gate, load_rules
+from raglake.metrics.registry import get_metric, select_metrics
+from raglake.pipeline.embedding import needs_embedder
+from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.plan import CHECKED, DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
+from raglake.pipeline.rescore import (
+    estimate_judge_calls,
+    load_stored_run,
+    plan_rescore,
+    select_runs,
+)
+from raglake.pipeline.settings import RescoreSettings, RunSettings, build
 
 
 @app.command()
@@ -58,42 +71,55 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
-    from raglake.pipeline.plan import DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
-
     prefect_settings.apply(verbose=verbose)
 
     targets = target or [DEFAULT_TARGET]
-    RunnerSpec.parse(runner)  # a bad --runner fails before any work
     if run_id and len(targets) > 1:
         raise ConfigError("--run-id names one run; give a single --target with it")
-    if judge not in (None, "local"):
-        raise ConfigError(f"--judge takes 'local' (or give --judge-base-url and --judge-model), got {judge!r}")
-    if judge == "local" and judge_base_url:
-        raise ConfigError("--judge local starts its own server: leave out --judge-base-url")
-    if bool(judge_base_url) != bool(judge_model) and judge != "local":
-        raise ConfigError("a judge needs both --judge-base-url and --judge-model")
-    judge_settings = dict(api_key_env=judge_api_key_env, concurrency=judge_concurrency, requests_per_minute=judge_rpm,
-                          tokens_per_minute=judge_tpm, timeout_s=judge_timeout, max_calls=judge_max_calls,
-                          max_cost_usd=judge_max_cost)
+    limits = dict(api_key_env=judge_api_key_env, concurrency=judge_concurrency, requests_per_minute=judge_rpm,
+                  tokens_per_minute=judge_tpm, timeout_s=judge_timeout, max_calls=judge_max_calls,
+                  max_cost_usd=judge_max_cost)
     spot = {"model": spot_check_model, "base_url": spot_check_base_url, "share": spot_check_share,
             "minimum": spot_check_min} if spot_check_model else None
     options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
-                   metrics=_split(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
-                   results=results,
-                   embedder=embedder, scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
-                                                   bertscore_idf=bertscore_idf))
-    remote = dict(judge_settings, base_url=judge_base_url, model=judge_model) if judge_base_url else None
-    # check every input before the first run starts; the run ids are fixed now, so that an interrupted
-    # run can be named (and finished with the same --run-id)
-    checked_judge = remote or (dict(judge_settings, base_url="http://127.0.0.1:1/v1", model="local")
-                               if judge == "local" else None)
-    planned = [plan_run(target=spec, run_id=run_id, judge=checked_judge, spot_check=spot, **options).run_id
-               for spec in targets]
+                   metrics=split_option(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
+                   results=results, embedder=embedder, runner=runner, run_id=run_id, spot_check=spot,
+                   judge=_judge_values(judge, judge_base_url, judge_model, limits),
+                   scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
+                                bertscore_idf=bertscore_idf))
+    runs = checked_runs(targets, options)
     from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
 
-    run_ids = flowrun.evaluate_targets(targets, planned, judge=judge, remote=remote, judge_settings=judge_settings,
-                                       quiet=quiet, options=dict(options, spot_check=spot, runner=runner))
-    q = LakeQueries(Lake(lake))
+    run_ids = flowrun.evaluate_targets(runs, quiet=quiet)
+    print_runs(open_lake(lake), run_ids)  # opened after the runs: a lake connection sees the runs committed before it
+
+
+def _judge_values(judge: str | None, base_url: str | None, model: str | None, limits: dict) -> dict | None:
+    """The judge settings the options ask for: none, a remote endpoint, or the local server."""
+    if judge not in (None, "local"):
+        raise ConfigError(f"--judge takes 'local' (or give --judge-base-url and --judge-model), got {judge!r}")
+    if judge == "local" and base_url:
+        raise ConfigError("--judge local starts its own server: leave out --judge-base-url")
+    if bool(base_url) != bool(model) and judge != "local":
+        raise ConfigError("a judge needs both --judge-base-url and --judge-model")
+    if judge == "local":
+        return dict(limits, **LOCAL_JUDGE)
+    return dict(limits, base_url=base_url, model=model) if base_url else None
+
+
+def checked_runs(targets: list[str], options: dict) -> list[RunSettings]:
+    """One RunSettings per target, every input checked before the first run starts (a typo never starts
+    Prefect) and checked once: the flow takes what the check loaded (CHECKED). The run ids are fixed
+    now, so that an interrupted run can be named (and finished with the same --run-id)."""
+    runs = []
+    for spec in targets:
+        settings = build(RunSettings, **options, target=spec)
+        runs.append(settings.model_copy(update={"run_id": plan_run(settings, CHECKED, keep=True).run_id}))
+    return runs
+
+
+def print_runs(q: LakeQueries, run_ids: list[str]) -> None:
+    """Each run's summary, the comparisons between them (or with the previous run) and their ids."""
     for rid in run_ids:
         print_run_summary(q, rid)
     for other in run_ids[1:]:
@@ -112,6 +138,7 @@ def rescore(
     all_runs: Annotated[bool, typer.Option("--all", help="Every run in the lake.")] = False,
     metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these metrics (comma-separated).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be recomputed and what judge calls it costs.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Recompute every selected metric, changed or not.")] = False,
     embedder: Annotated[Optional[str], typer.Option(help="Embedder (default: the one each run used).")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(help="Judge for judge metrics (without one they are kept).")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="Judge model.")] = None,
@@ -124,47 +151,43 @@ def rescore(
 ) -> None:
     """Re-score stored runs with the current registry, without calling the target: unchanged work is
     kept (a cache hit), changed metrics get new rows under a new scoring id."""
-    import datetime as dt
-
-    from raglake.pipeline.rescore import estimate_judge_calls, load_stored_run, plan_rescore, select_runs
-
     try:
         start = dt.date.fromisoformat(since) if since else None
         end = dt.date.fromisoformat(until) if until else None
     except ValueError as e:
         raise ConfigError(f"--since/--until take YYYY-MM-DD: {e}") from None
-    judge = dict(base_url=judge_base_url, model=judge_model, api_key_env=judge_api_key_env, max_calls=judge_max_calls,
-                 max_cost_usd=judge_max_cost) if judge_base_url or judge_model else None
-    chosen = _split(metrics) or None
-    q = LakeQueries(Lake(lake))
-    run_ids = select_runs(q, runs, start, end, all_runs)
+    judge = dict(base_url=judge_base_url or "", model=judge_model or "", api_key_env=judge_api_key_env,
+                 max_calls=judge_max_calls, max_cost_usd=judge_max_cost) if judge_base_url or judge_model else None
+    q = open_lake(lake)
+    settings = build(RescoreSettings, run_ids=select_runs(q, runs, start, end, all_runs), metrics=split_option(metrics) or None,
+                     lake=lake, embedder=embedder, judge=judge, runner=runner, force=force, dry_run=dry_run)
     if dry_run:
-        from raglake.embed.prepare import needs_embedder, text_encoder
-        from raglake.metrics.registry import get_metric, select_metrics
-        from raglake.pipeline.plan import _judges
-
-        judge_config = _judges(judge, None)[0]
-        selected = select_metrics(chosen)
-        for run_id in run_ids:
-            stored = load_stored_run(q, run_id)
-            key = text_encoder(embedder or stored.run_config.get("embedder_arg"), None).embedder.key \
-                if needs_embedder(selected) else None
-            decisions = plan_rescore(q, [run_id], selected, embedder_key=key,
-                                     judge_model=judge_config.model if judge_config else None)
-            todo = [get_metric(d.metric) for d in decisions if d.compute]
-            render.console.print(render.rows_table([d.__dict__ for d in decisions if d.compute] or
-                                                   [{"run_id": run_id, "metric": "(none)", "compute": False, "reason": "all unchanged"}],
-                                                   f"run {run_id}: {len(todo)} to recompute, {len(decisions) - len(todo)} kept"))
-            calls = estimate_judge_calls(stored, todo, judge_config, q.lake.url)
-            render.console.print(f"judge calls: about {calls['calls']} ({calls['in_ledger']} already in the ledger, free)")
+        print_rescore_plan(q, settings)
         return
     from raglake.cli import flowrun  # here, not at the top: a dry run (and every read command) never imports Prefect
 
-    report = flowrun.rescore_runs(quiet=quiet, run_ids=run_ids, metrics=chosen, lake=lake, embedder=embedder,
-                                  judge=judge, runner=str(RunnerSpec.parse(runner)))
+    report = flowrun.rescore_runs(settings, quiet=quiet)
     for run_id, r in report["runs"].items():
         render.console.print(f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), "
                              f"kept {r['keep']} unchanged")
+
+
+def print_rescore_plan(q: LakeQueries, settings: RescoreSettings) -> None:
+    """A dry run: per run, what would be recomputed and about how many judge calls it costs."""
+    judge_config = settings.judge.config() if settings.judge is not None else None
+    selected = select_metrics(settings.metrics)
+    for run_id in settings.run_ids or []:
+        stored = load_stored_run(q, run_id)
+        key = text_encoder(settings.embedder or stored.run_config.get("embedder_arg"), None).embedder.key \
+            if needs_embedder(selected) else None
+        decisions = settings.decide(plan_rescore(q, [run_id], selected, embedder_key=key,
+                                                 judge_model=judge_config.model if judge_config else None))
+        todo = [get_metric(d.metric) for d in decisions if d.compute]
+        render.console.print(render.rows_table([d.__dict__ for d in decisions if d.compute] or
+                                               [{"run_id": run_id, "metric": "(none)", "compute": False, "reason": "all unchanged"}],
+                                               f"run {run_id}: {len(todo)} to recompute, {len(decisions) - len(todo)} kept"))
+        calls = estimate_judge_calls(stored, todo, judge_config, q.lake.url)
+        render.console.print(f"judge calls: about {calls['calls']} ({calls['in_ledger']} already in the ledger, free)")
 
 
 @app.command()
@@ -177,10 +200,8 @@ def gate(
 ) -> None:
     """Fail (exit 1) when a gated metric drops on a slice by more than its rule allows and the paired
     bootstrap CI excludes zero; print the failing rows."""
-    from raglake.gate import evaluate_gate, load_rules
-
     gate_rules = load_rules(rules)
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     cand = q.run_ids([candidate])[0]
     if baseline == "latest":
         base = q.previous_run(cand)

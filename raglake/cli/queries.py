@@ -7,52 +7,57 @@ from typing import Annotated, Optional
 
 import typer
 
-from raglake.analysis import COMPARE_DIMENSIONS, DIMENSIONS, LakeQueries, check_dimension, latest_per_target
+from raglake.analysis import COMPARE_DIMENSIONS, DIMENSIONS, check_dimension, latest_per_target
 from raglake.cli import render
 from raglake.cli.common import (
     LakeOpt,
-    _headline,
-    _split,
     app,
+    headline_metrics,
     print_comparison,
+    split_option,
 )
 from raglake.lake.query import run_sql
-from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
 
 
 @app.command()
 def runs(lake: LakeOpt = None, limit: Annotated[int, typer.Option(help="How many runs to list.")] = 50) -> None:
     """List the runs in the lake, newest first."""
-    render.console.print(render.rows_table(LakeQueries(Lake(lake)).runs(limit), "runs"))
+    render.console.print(render.rows_table(open_lake(lake).runs(limit), "runs"))
 
 
 @app.command()
 def breakdown(
-    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix, 'latest' or 'latest~N'; repeatable. Default: latest (with --by target: the latest run of every target).")] = None,
+    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help=(
+        "Run id, prefix, 'latest' or 'latest~N'; repeatable. "
+        "Default: latest (with --by target: the latest run of every target)."))] = None,
     by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "category",
-    metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Metrics to show (default: retrieval and abstention).")] = None,
+    metrics: Annotated[Optional[list[str]], typer.Option(
+        "--metrics", "-m", help="Metrics to show (default: the registry's headline metrics).")] = None,
     long: Annotated[bool, typer.Option("--long", help="One row per slice × metric, with status counts.")] = False,
     lake: LakeOpt = None,
 ) -> None:
     """Every case-level metric of a run by slice: n and mean."""
     check_dimension(by)
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     run_ids = q.run_ids(run) if run else (latest_per_target(q.con) if by == "target" else q.run_ids(["latest"]))
-    chosen = _split(metrics)
+    chosen = split_option(metrics)
     q.check_metrics(chosen)
     rows = q.breakdown(run_ids, by)
     if long:
         shown = [r for r in rows if r["metric"] in chosen] if chosen else rows
         render.console.print(render.rows_table(shown, f"breakdown by {by}", 5000))
         return
-    render.console.print(render.pivot_table(rows, _headline(rows, chosen), f"breakdown by {by}: mean (n) · runs {', '.join(run_ids)}"))
+    title = f"breakdown by {by}: mean (n) · runs {', '.join(run_ids)}"
+    render.console.print(render.pivot_table(rows, headline_metrics(rows, chosen), title))
 
 
 @app.command()
 def compare(
     run_a: Annotated[str, typer.Argument(help="Baseline run (id, prefix or latest~N).")],
     run_b: Annotated[str, typer.Argument(help="Candidate run.")],
-    by: Annotated[str, typer.Option(help=f"Slice dimension to show: {', '.join(COMPARE_DIMENSIONS)} or 'any'.")] = "all",
+    by: Annotated[str, typer.Option(
+        help=f"Slice dimension to show: {', '.join(COMPARE_DIMENSIONS)} or 'any'.")] = "all",
     changes: Annotated[bool, typer.Option("--changes", help="Only rows where the CI excludes zero.")] = False,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -61,20 +66,21 @@ def compare(
     """Run B against run A per metric and slice, with a paired bootstrap 95% CI."""
     if by != "any":
         check_dimension(by, COMPARE_DIMENSIONS)
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     a, b = q.run_ids([run_a])[0], q.run_ids([run_b])[0]
     print_comparison(q, a, b, by=by, only_changes=changes, n_boot=n_boot, seed=seed)
 
 
 @app.command()
 def health(
-    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix or latest~N; repeatable.")] = None,
+    run: Annotated[Optional[list[str]], typer.Option(
+        "--run", "-r", help="Run id, prefix or latest~N; repeatable.")] = None,
     by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "all",
     lake: LakeOpt = None,
 ) -> None:
     """Capture failures by slice: error, timeout and empty-answer rates, and abstentions."""
     check_dimension(by)
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     run_ids = q.run_ids(run or ["latest"])
     render.console.print(render.rows_table(q.capture_health(run_ids, by), f"capture health by {by}", 2000))
 
@@ -85,14 +91,16 @@ def coverage(
     lake: LakeOpt = None,
 ) -> None:
     """The index manifest of a run: docs and chunks processed, skipped (with reasons), tokens per chunk."""
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     run_id = q.run_ids([run])[0]
     rows = q.coverage(run_id)
     if not rows:
         render.console.print(f"run {run_id} has no index manifest (its target, {q.target_name(run_id)}, exposes none)")
         return
-    render.console.print(render.coverage_table(rows, f"index coverage · run {run_id} · index_version {rows[0]['index_version']}"))
-    figures = [f for f in q.figures([run_id]) if f["metric"] in ("no_chunks_rate", "chunks_skipped_rate", "coverage_by_doc_type")]
+    title = f"index coverage · run {run_id} · index_version {rows[0]['index_version']}"
+    render.console.print(render.coverage_table(rows, title))
+    figures = [f for f in q.figures([run_id])
+               if f["metric"] in ("no_chunks_rate", "chunks_skipped_rate", "coverage_by_doc_type")]
     if figures:
         render.console.print(render.figures_table(figures, "coverage figures"))
 
@@ -105,18 +113,20 @@ def trend(
     lake: LakeOpt = None,
 ) -> None:
     """A metric over runs, oldest first."""
-    rows = LakeQueries(Lake(lake)).trend(metric, target, None, by)
+    rows = open_lake(lake).trend(metric, target, None, by)
     render.console.print(render.rows_table(rows, "trend", 5000))
 
 
 @app.command()
 def sql(
-    query: Annotated[str, typer.Argument(help="A SELECT over the lake views (runs, cases, chunks, scores, scores_latest, labels, coverage, run_metrics, case_slices, metrics).")],
+    query: Annotated[str, typer.Argument(help=(
+        "A SELECT over the lake views (runs, cases, chunks, scores, scores_latest, labels, coverage, "
+        "run_metrics, case_slices, metrics)."))],
     lake: LakeOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
 ) -> None:
     """Run SQL over the lake and print the result."""
-    table = run_sql(LakeQueries(Lake(lake)).con, query)
+    table = run_sql(open_lake(lake).con, query)
     if as_json:
         for row in table.to_pylist():
             print(json.dumps(row, default=str))

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from raglake.analysis import LakeQueries
 from raglake.cli import render
 from raglake.cli.common import LakeOpt, app
-from raglake.lake.store import Lake
+from raglake.pipeline.lakes import open_lake
+from raglake.report import gather, write
+from raglake.report.html import check_output
 
 
 @app.command()
@@ -23,10 +24,7 @@ def report(
 ) -> None:
     """One self-contained HTML file (opens offline): headline metrics with 95% CIs, charts by slice,
     the comparison with a baseline, latency and cost, index coverage and the worst cases."""
-    from raglake.report import gather, write
-    from raglake.report.html import check_output
-
-    q = LakeQueries(Lake(lake))
+    q = open_lake(lake)
     run_id = q.run_ids([run])[0]
     baseline = q.run_ids([against])[0] if against else None
     path = check_output(output or Path(f"report-{run_id}.html"))

@@ -12,9 +12,13 @@ from raglake.cli.common import (
     LakeOpt,
     app,
 )
+from raglake.demo.app import Faults, create_app
+from raglake.docs import metrics_markdown
 from raglake.errors import ConfigError
+from raglake.golden import load_golden, load_imported_captures
 from raglake.lake.store import Lake
 from raglake.metrics.registry import all_metrics
+from raglake.targets.builtin import BuiltinTarget
 
 
 @app.command("import")
@@ -23,8 +27,6 @@ def import_cmd(
     out_dir: Annotated[Path, typer.Option(help="Where to write <name>.golden.jsonl and <name>.captures.jsonl.")] = Path("."),
 ) -> None:
     """Convert another tool's evaluation file into a raglake golden set plus replay captures."""
-    from raglake.golden import load_golden, load_imported_captures
-
     golden = load_golden(source)
     captures = load_imported_captures(source)
     if captures is None:
@@ -54,10 +56,7 @@ def serve_demo(
     lake: LakeOpt = None,
 ) -> None:
     """Serve the builtin reference RAG over HTTP (seed 001's debug API shape), with optional faults."""
-    import uvicorn
-
-    from raglake.demo.app import Faults, create_app
-    from raglake.targets.builtin import BuiltinTarget
+    import uvicorn  # the web server: only for this command
 
     try:
         faults = Faults(error_rate, timeout_rate, empty_rate, malformed_rate, flaky_rate, latency_ms, hang_s, seed)
@@ -74,8 +73,6 @@ def serve_demo(
 @app.command("metrics")
 def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False) -> None:
     """List the metric registry."""
-    from raglake.docs import metrics_markdown
-
     if markdown:
         print(metrics_markdown())
         return

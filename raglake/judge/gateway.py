@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import re
 import time
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from raglake.judge.budget import Budget, RateLimiter
 from raglake.judge.config import JudgeConfig
 from raglake.judge.ledger import JudgeLedger, call_key
 from raglake.judge.prompts import Prompt
+from raglake.retrying import Backoff, Failure, retry_after_seconds, retry_async
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # structured-output forms, tried in this order until the server takes one
@@ -65,7 +65,8 @@ class GatewayStats:
 
     def add(self, other: GatewayStats) -> None:
         """Fold another gateway's figures (the spot-check judge's) into these."""
-        for name in ("calls", "ledger_hits", "skipped_budget", "retries", "prompt_tokens", "completion_tokens", "cost_usd"):
+        for name in ("calls", "ledger_hits", "skipped_budget", "retries", "prompt_tokens", "completion_tokens",
+                     "cost_usd"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for status, n in other.statuses.items():
             self.statuses[status] = self.statuses.get(status, 0) + n
@@ -120,7 +121,8 @@ class JudgeGateway:
             return JudgeResult("skipped", reason="budget", **meta)
         return await self._call_server(prompt, messages, params, meta)
 
-    def _judge(self, prompt: Prompt, text: str | None, meta: dict[str, Any], *, from_ledger: bool = False) -> JudgeResult:
+    def _judge(self, prompt: Prompt, text: str | None, meta: dict[str, Any], *,
+               from_ledger: bool = False) -> JudgeResult:
         data, why = parse_json(text)
         if why is None:
             why = prompt.validate_output(data)
@@ -147,9 +149,10 @@ class JudgeGateway:
                 result = self._judge(prompt, reply.text, meta)
                 if result.status == "parse_error":  # one repair attempt, the complaint in the conversation
                     repaired = True
+                    complaint = (f"Your reply does not fit the required JSON ({result.reason}). "
+                                 "Reply with the corrected JSON object only.")
                     conversation += [{"role": "assistant", "content": reply.text or ""},
-                                     {"role": "user", "content": f"Your reply does not fit the required JSON ({result.reason}). "
-                                                                 "Reply with the corrected JSON object only."}]
+                                     {"role": "user", "content": complaint}]
                     fixed = await self._request(prompt, conversation, max_tokens, usage)
                     if fixed.error is None:
                         reply, result = fixed, self._judge(prompt, fixed.text, meta)
@@ -163,7 +166,8 @@ class JudgeGateway:
             **meta, "base_url": self.config.base_url, "params": json.dumps(params, sort_keys=True),
             "request": json.dumps({"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False),
             "response": reply.text, "output": json.dumps(result.output) if result.output is not None else None,
-            "status": result.status, "error": result.reason, "attempts": usage.retries + 1 + int(truncated_retry) + int(repaired),
+            "status": result.status, "error": result.reason,
+            "attempts": usage.retries + 1 + int(truncated_retry) + int(repaired),
             "retries": usage.retries, "repaired": repaired, "truncated_retry": truncated_retry,
             "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "latency_ms": latency_ms, "cost_usd": cost, "price_known": price_known,
@@ -180,49 +184,54 @@ class JudgeGateway:
         self.stats.cost_usd += cost
         return cost, True
 
-    async def _request(self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int, usage: _Attempt) -> _Attempt:
-        """One logical request, retried on 429 / 5xx / timeouts / connection errors."""
+    async def _request(self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int,
+                       usage: _Attempt) -> _Attempt:
+        """One logical request, retried (raglake.retrying) on 429 / 5xx / timeouts / connection errors."""
+
+        def retried(_: Failure) -> None:
+            usage.retries += 1
+            self.stats.retries += 1
+
+        backoff = Backoff(self.config.max_retries, self.config.backoff_s, self.config.max_backoff_s)
+        outcome, attempts = await retry_async(lambda: self._attempt(prompt, messages, max_tokens, usage), backoff,
+                                              on_retry=retried)
+        if isinstance(outcome, Failure):
+            return _Attempt(error=f"{outcome.error} (after {attempts} attempt(s))")
+        return outcome
+
+    async def _attempt(self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int,
+                       usage: _Attempt) -> _Attempt | Failure:
+        """One attempt: the reply, or why there is none (a structured-output form the server refuses is
+        stepped down within the attempt)."""
         import openai
 
-        attempt = 0
         while True:
-            attempt += 1
             await self.limiter.wait(sum(len(m["content"]) for m in messages) // 4 + max_tokens)
             if usage.requests:  # the first request was counted when the call was admitted
                 self.budget.count_call()
             usage.requests += 1
             self.stats.calls += 1
-            wait: float | None = None
             try:
                 # the client's low-level post: its errors, timeouts and auth, without the SDK's per-call
                 # transform of the request and its pydantic model of the reply (most of its CPU per call)
                 response = await self.client.post("/chat/completions", cast_to=dict, body={
                     "model": self.config.model, "messages": messages, "temperature": 0, "seed": self.config.seed,
                     "max_tokens": max_tokens, **self._format(prompt)})
-                reply = _reply(response, usage)
+                return _reply(response, usage)
             except openai.APIStatusError as e:
                 if self.format_mode != "none" and "response_format" in str(e).lower():
                     # the server refuses this structured-output form (some answer 400, llama.cpp 500): step down
                     self.format_mode = _FORMAT_FALLBACK[self.format_mode]
-                    attempt -= 1
                     continue
                 code = e.status_code
-                error, retryable = f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500
-                wait = _retry_after(e.response)
+                return Failure(f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500,
+                               retry_after_seconds(e.response))
             except openai.APITimeoutError:
-                error, retryable = f"no reply within {self.config.timeout_s:g} s", True
+                return Failure(f"no reply within {self.config.timeout_s:g} s", True)
             except openai.APIConnectionError as e:
-                error, retryable = f"connection error: {e}", True
+                return Failure(f"connection error: {e}", True)
             except (ValueError, RecursionError) as e:  # a 200 that is no chat completion: retried like a 5xx
-                error, retryable = f"malformed reply: {_malformed(e)}", True
-            else:
-                return reply
-            if not retryable or attempt > self.config.max_retries:
-                return _Attempt(error=f"{error} (after {attempt} attempt(s))")
-            usage.retries += 1
-            self.stats.retries += 1
-            backoff = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1)) * (0.5 + random.random())
-            await asyncio.sleep(max(backoff, wait or 0.0))
+                return Failure(f"malformed reply: {_malformed(e)}", True)
 
     def _format(self, prompt: Prompt) -> dict[str, Any]:
         if self.format_mode == "json_schema":
@@ -278,8 +287,3 @@ def _malformed(e: ValueError | RecursionError) -> str:
         return "RecursionError: the JSON is nested too deeply"
     return f"{type(e).__name__}: {str(e)[:300]}"
 
-
-def _retry_after(response: Any) -> float | None:
-    from raglake.targets.http_client import retry_after_seconds
-
-    return retry_after_seconds(response) if response is not None else None

@@ -1,4 +1,5 @@
-"""The judge-call ledger: every call lands in the lake's `judge_calls` table, keyed by a hash of
+"""The judge-call ledger: every call lands in a store (the lake's `judge_calls` table, handed in by the
+pipeline as a `CallStore`: raglake.lake.calls.LakeCallStore), keyed by a hash of
 (model, prompt id, prompt version, parameters, rendered messages). A call whose key is already there
 is never made again (its stored response is parsed anew), so re-scoring with unchanged prompts and
 model makes zero calls, and a crashed run resumes without paying twice."""
@@ -9,17 +10,15 @@ import datetime as dt
 import hashlib
 import json
 import threading
-import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from raglake.lake.store import Lake
-from raglake.lake.tables import TABLES, to_arrow
+from typing import Any, Protocol
 
 REUSABLE = ("ok", "parse_error")  # the judge answered: reuse; judge_error (no answer) is asked again
 
 
-def call_key(model: str, prompt_id: str, prompt_version: int, params: dict[str, Any], messages: list[dict[str, str]]) -> str:
+def call_key(model: str, prompt_id: str, prompt_version: int, params: dict[str, Any],
+             messages: list[dict[str, str]]) -> str:
     blob = json.dumps([model, prompt_id, prompt_version, params, messages], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -30,23 +29,28 @@ class LedgerHit:
     response: str | None  # the raw text the judge answered
 
 
+class CallStore(Protocol):
+    """Where the ledger's rows live."""
+
+    def read(self, statuses: Sequence[str]) -> list[tuple[str, str, str | None]]:
+        """(call_key, status, response) of the stored calls with one of `statuses`, oldest first."""
+        ...
+
+    def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Store rows (the judge_calls columns) at once."""
+        ...
+
+
 class JudgeLedger:
-    def __init__(self, lake: Lake, run_id: str | None = None, flush_every: int = 25):
-        self.lake, self.run_id, self.flush_every = lake, run_id, flush_every
+    def __init__(self, store: CallStore, run_id: str | None = None, flush_every: int = 25):
+        self.store, self.run_id, self.flush_every = store, run_id, flush_every
         self._known: dict[str, LedgerHit] | None = None
         self._buffer: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, LedgerHit]:
         if self._known is None:
-            from raglake.lake.query import connect
-
-            con = connect(self.lake)
-            rows = con.sql(
-                "SELECT call_key, status, response FROM judge_calls WHERE list_contains($ok, status) "
-                "ORDER BY created_at", params={"ok": list(REUSABLE)},
-            ).fetchall()
-            self._known = {key: LedgerHit(status, response) for key, status, response in rows}
+            self._known = {key: LedgerHit(status, response) for key, status, response in self.store.read(REUSABLE)}
         return self._known
 
     def preload(self) -> int:
@@ -72,9 +76,5 @@ class JudgeLedger:
     def flush(self) -> None:
         with self._lock:
             rows, self._buffer = self._buffer, []
-        if not rows:
-            return
-        spec = TABLES["judge_calls"]
-        columns = {name: [r.get(name) for r in rows] for name in spec.schema.names}
-        day = rows[0]["created_at"].date().isoformat()
-        self.lake.write("judge_calls", day, to_arrow(spec, columns), f"calls-{uuid.uuid4().hex}")
+        if rows:
+            self.store.append(rows)

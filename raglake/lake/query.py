@@ -1,5 +1,6 @@
-"""DuckDB over the lake: base views of committed runs, the registry as a table, the views of
-`sql/views/`, and the question files of `sql/` run with bound `$parameters`."""
+"""DuckDB over the lake: base views of committed runs, the metric registry's table (handed in by the
+caller: the lake never imports the metrics), the views of `sql/views/`, and the question files of
+`sql/` run with bound `$parameters`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import pyarrow as pa
 from raglake.errors import ConfigError, LakeError, UnknownNameError
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
-from raglake.metrics.registry import all_metrics
 
 SQL_DIR: Traversable = resources.files("raglake.sql")  # sql/ in a checkout, raglake/sql/ in an installed wheel
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_]\w*)")
@@ -34,11 +34,6 @@ def _sql_files(folder: str = "") -> dict[str, Traversable]:
     return dict(sorted(found.items()))
 
 
-def _registry_table() -> pa.Table:
-    rows = [m.as_row() for m in all_metrics()]
-    return pa.Table.from_pylist(rows)
-
-
 def _partition_value(path: str) -> str:
     """`…/scores/run_id=r-1/s-2.parquet` -> `r-1`."""
     return path.replace("\\", "/").rsplit("/", 2)[-2].split("=", 1)[1]
@@ -50,8 +45,11 @@ def _read(con: duckdb.DuckDBPyConnection, files: list[str], name: str) -> duckdb
     return con.from_arrow(TABLES[name].full_schema.empty_table())
 
 
-def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB whose views read the lake's committed runs, read-only.
+def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB whose views read the lake's committed runs, read-only, and whose `metrics`
+    view is `registry` (one row per metric, built by the metrics layer; without it there is no
+    `metrics` view, and the question files that join it cannot run: raglake.pipeline.lakes.open_lake
+    hands it in).
 
     `runs` (the commit log, one small file per run) is read once into a table; every other table's
     view lists only the files of committed runs (a run's rows are visible only once its runs row,
@@ -79,7 +77,8 @@ def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
         # judge_calls: paid for whether or not the run finished, so always visible
         _read(con, files, name).create_view(name)
         readable += files
-    con.from_arrow(_registry_table()).create_view("metrics")
+    if registry is not None:
+        con.from_arrow(registry).create_view("metrics")
     for view in _sql_files("views").values():
         con.execute(view.read_text(encoding="utf-8"))
     _lock(con, readable)

@@ -4,9 +4,12 @@ Partition columns live only in the hive path (`scores/run_id=r-…/part.parquet`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+
+from raglake.errors import LakeError
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -23,7 +26,8 @@ class TableSpec:
         return self.schema.append(pa.field(self.partition, self.partition_type))
 
 
-def _spec(name: str, partition: str, fields: list[tuple[str, pa.DataType]], ptype: pa.DataType = pa.string()) -> TableSpec:
+def _spec(name: str, partition: str, fields: list[tuple[str, pa.DataType]],
+          ptype: pa.DataType = pa.string()) -> TableSpec:
     return TableSpec(name, partition, ptype, pa.schema(fields))
 
 
@@ -61,7 +65,8 @@ CHUNKS = _spec("chunks", "run_id", [
 SCORES = _spec("scores", "run_id", [
     ("case_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()), ("status", pa.string()),
     ("reason", pa.string()), ("metric_version", pa.string()), ("label_source", pa.string()),
-    ("embedder", pa.string()), ("judge_model", pa.string()), ("prompt_id", pa.string()), ("prompt_version", pa.string()),
+    ("embedder", pa.string()), ("judge_model", pa.string()), ("prompt_id", pa.string()),
+    ("prompt_version", pa.string()),
     ("judge_call", pa.string()),
     ("scoring_id", pa.string()), ("scored_at", TS),
 ])
@@ -96,11 +101,20 @@ TABLES: dict[str, TableSpec] = {
 }
 
 
-def to_arrow(spec: TableSpec, columns: dict[str, list]) -> pa.Table:
-    """Columns as a table of exactly the spec's schema (missing columns become nulls)."""
-    n = len(next(iter(columns.values()))) if columns else 0
-    unknown = set(columns) - set(spec.schema.names)
+def to_arrow(spec: TableSpec, columns: dict[str, list], *, optional: Sequence[str] = ()) -> pa.Table:
+    """Columns as a table of exactly the spec's schema. Every column must be given, of one length:
+    a forgotten column is a LakeError, not nulls, unless it is named in `optional` (then it is nulls)."""
+    names = spec.schema.names
+    unknown = sorted(set(columns) - set(names))
     if unknown:
-        raise ValueError(f"columns {sorted(unknown)} are not in the {spec.name} schema")
-    arrays = [pa.array(columns.get(f.name, [None] * n), type=f.type) for f in spec.schema]
+        raise LakeError(f"columns {unknown} are not in the {spec.name} schema (its columns: {', '.join(names)})")
+    missing = [n for n in names if n not in columns and n not in optional]
+    if missing:
+        raise LakeError(f"rows for table {spec.name} lack column(s) {', '.join(missing)}")
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        raise LakeError(f"the columns given for table {spec.name} have different lengths: "
+                        + ", ".join(f"{k}={len(v)}" for k, v in columns.items()))
+    n = lengths.pop() if lengths else 0
+    arrays = [pa.array(columns[f.name] if f.name in columns else [None] * n, type=f.type) for f in spec.schema]
     return pa.Table.from_arrays(arrays, schema=spec.schema)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from raglake.metrics import rules
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, register
+from raglake.metrics.steps import ABSTENTION
 
 
 def _abstained(ctx: CaseContext) -> tuple[bool, str]:
@@ -18,7 +19,8 @@ def _abstained(ctx: CaseContext) -> tuple[bool, str]:
 
 
 @register("abstention_accuracy", family="abstention", scale="binary", higher_is_better=True, seed="001", version="2",
-          applies_to="unanswerable", inputs=("abstained", "answer", "judge:abstention"))
+          applies_to="unanswerable", inputs=("abstained", "answer"),
+          steps=(ABSTENTION,), headline=True, worst_cases=True)
 def abstention_accuracy(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 if the target abstained, else 0."""
     did, how = _abstained(ctx)
@@ -26,7 +28,8 @@ def abstention_accuracy(ctx: CaseContext) -> Score:
 
 
 @register("hallucination_rate_unanswerable", family="abstention", scale="binary", higher_is_better=False,
-          seed="001", version="2", applies_to="unanswerable", inputs=("abstained", "answer", "judge:abstention"))
+          seed="001", version="2", applies_to="unanswerable", inputs=("abstained", "answer"),
+          steps=(ABSTENTION,), headline=True)
 def hallucination_rate_unanswerable(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 − abstention_accuracy (it answered anyway)."""
     did, how = _abstained(ctx)

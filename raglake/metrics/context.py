@@ -9,6 +9,7 @@ from typing import Any
 
 from raglake.anchors import anchor_matches
 from raglake.metrics import rules
+from raglake.metrics.steps import ABSTENTION, ACKNOWLEDGES_CONFLICT, LABEL_ANSWER, LABEL_CHUNKS
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, ChunkLabel, GoldenCase, RetrievedChunk
 
 
@@ -56,8 +57,8 @@ class CaseContext:
     ):
         self.case, self.capture, self.config = case, capture, config
         self.known_docs = known_docs  # documents of the target's index manifest, when it has one
-        self.embeddings = embeddings  # raglake.embed.prepare.EmbeddingInputs of the batch, for embedding metrics
-        self.judge = judge  # step name -> raglake.judge.steps.StepOutcome; None when no judge is configured
+        self.embeddings = embeddings  # raglake.pipeline.embedding.EmbeddingInputs of the batch, for embedding metrics
+        self.judge = judge  # step name -> raglake.metrics.steps.StepOutcome; None when no judge is configured
         self.judge_labels = judge_labels if judge_labels is not None else self._judge_answer_labels()
 
     @property
@@ -140,13 +141,13 @@ class CaseContext:
     def _judge_answer_labels(self) -> dict[str, Label]:
         """Answer labels a judge gave (label_answer, acknowledges_conflict, abstention)."""
         out: dict[str, Label] = {}
-        for step in ("label_answer", "acknowledges_conflict"):
-            o = (self.judge or {}).get(step)
+        for step in (LABEL_ANSWER, ACKNOWLEDGES_CONFLICT):
+            o = (self.judge or {}).get(step.name)
             if o is not None and o.status == "ok":
                 for name, value in o.data.items():
                     if name in ANSWER_LABELS and value in (0, 1):
                         out[name] = Label(int(value), f"judge:{o.model}")
-        o = (self.judge or {}).get("abstention")
+        o = (self.judge or {}).get(ABSTENTION.name)
         if o is not None and o.status == "ok":
             out["abstained"] = Label(int(bool(o.data["abstained"])), f"judge:{o.model}")
         return out
@@ -154,7 +155,7 @@ class CaseContext:
     @cached_property
     def judge_chunk_labels(self) -> list[dict[str, Any] | None]:
         """For each top-K chunk, the judge's labels (label_chunks; chunks numbered in rank order), or None."""
-        o = (self.judge or {}).get("label_chunks")
+        o = (self.judge or {}).get(LABEL_CHUNKS.name)
         if o is None or o.status != "ok":
             return [None] * len(self.top)
         rows = iter(o.data["chunks"])

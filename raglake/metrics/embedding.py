@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from raglake.embed.texts import answer_sentences
 from raglake.errors import RaglakeError
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, register
@@ -15,7 +16,7 @@ _EMB = dict(family="embedding", seed="003")
 def _table(ctx: CaseContext):  # noqa: ANN202 - raglake.embed.texts.VectorTable
     if ctx.embeddings is None or ctx.embeddings.vectors is None:
         raise RaglakeError("embedding metrics need the run's vector table: score through raglake.pipeline.scoring.score_batch "
-                           "with an encoder (raglake.embed.prepare)")
+                           "with an encoder (raglake.embed.encoders)")
     return ctx.embeddings.vectors
 
 
@@ -32,7 +33,8 @@ def _question_chunk_cosines(ctx: CaseContext) -> np.ndarray:
     return table.many(_chunk_texts(ctx)) @ table.vec(ctx.case.question)
 
 
-@register("context_relevance", scale="cosine", higher_is_better=True, inputs=("question", "retrieved", "vectors"), **_EMB)
+@register("context_relevance", scale="cosine", higher_is_better=True, inputs=("question", "retrieved", "vectors"),
+          headline=True, **_EMB)
 def context_relevance(ctx: CaseContext) -> Score:
     """Mean cos(question, chunk) over the top-K chunks retrieved."""
     if not _chunk_texts(ctx):
@@ -40,7 +42,8 @@ def context_relevance(ctx: CaseContext) -> Score:
     return _ok(ctx, _question_chunk_cosines(ctx).mean())
 
 
-@register("context_sufficiency", scale="0-1", higher_is_better=True, inputs=("question", "retrieved", "vectors"), **_EMB)
+@register("context_sufficiency", scale="0-1", higher_is_better=True, inputs=("question", "retrieved", "vectors"),
+          headline=True, worst_cases=True, **_EMB)
 def context_sufficiency(ctx: CaseContext) -> Score:
     """Share of the top K with cos(question, chunk) ≥ θs (default 0.5); missing ranks count as below."""
     if not _chunk_texts(ctx):
@@ -48,7 +51,8 @@ def context_sufficiency(ctx: CaseContext) -> Score:
     return _ok(ctx, (_question_chunk_cosines(ctx) >= ctx.config.theta_s).sum() / ctx.k)
 
 
-@register("answer_relevance_emb", scale="cosine", higher_is_better=True, inputs=("question", "answer", "vectors"), **_EMB)
+@register("answer_relevance_emb", scale="cosine", higher_is_better=True, inputs=("question", "answer", "vectors"),
+          headline=True, **_EMB)
 def answer_relevance_emb(ctx: CaseContext) -> Score:
     """cos(question, answer): does the answer address the question (undefined on an abstention)."""
     if not ctx.capture.answer.strip():
@@ -68,7 +72,8 @@ def _answer_reference(ctx: CaseContext) -> float | Score:
     return float(table.vec(ctx.capture.answer) @ table.vec(ctx.case.reference_answer))
 
 
-@register("answer_correctness_emb", scale="cosine", higher_is_better=True, inputs=("answer", "reference_answer", "vectors"), **_EMB)
+@register("answer_correctness_emb", scale="cosine", higher_is_better=True,
+          inputs=("answer", "reference_answer", "vectors"), headline=True, worst_cases=True, **_EMB)
 def answer_correctness_emb(ctx: CaseContext) -> Score:
     """cos(answer, reference answer)."""
     cos = _answer_reference(ctx)
@@ -83,11 +88,10 @@ def semantic_similarity(ctx: CaseContext) -> Score:
     return cos if isinstance(cos, Score) else _ok(ctx, max(0.0, cos))
 
 
-@register("answer_hallucination", scale="0-1", higher_is_better=False, inputs=("answer", "retrieved", "vectors"), **_EMB)
+@register("answer_hallucination", scale="0-1", higher_is_better=False, inputs=("answer", "retrieved", "vectors"),
+          headline=True, **_EMB)
 def answer_hallucination(ctx: CaseContext) -> Score:
     """Share of answer sentences whose best cos to any top-K chunk is < θh (default 0.4)."""
-    from raglake.embed.texts import answer_sentences
-
     if not ctx.capture.answer.strip():
         return Score.undefined("empty_answer")
     if ctx.abstained:
@@ -118,7 +122,7 @@ _BERT = dict(family="embedding", seed="004", scale="cosine", higher_is_better=Tr
              inputs=("answer", "reference_answer", "token_embeddings"))
 
 
-@register("bert_score_f1", **_BERT)
+@register("bert_score_f1", headline=True, **_BERT)
 def bert_score_f1(ctx: CaseContext) -> Score:
     """BERTScore F1: greedy cosine matching of contextual token embeddings (answer vs reference)."""
     return _bert(ctx, "f1")

@@ -1,84 +1,88 @@
 """LLM-judged metrics (METRICS.md §5; seeds 001, 002, 004). Each reads the outcomes of the judge
-steps of its case (raglake.judge.steps); a judge that failed gives judge_error / parse_error, no judge
-gives `skipped` (reason no_judge), a case the metric does not apply to gives `undefined`."""
+steps of its case (declared in raglake.metrics.steps, run by the judge layer); a judge that failed gives
+judge_error / parse_error, no judge gives `skipped` (reason no_judge), a case the metric does not apply
+to gives `undefined`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from raglake.judge.steps import STEPS, CaseView, StepOutcome, mean_cosine
+import numpy as np
+
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, register
+from raglake.metrics.steps import (
+    ANSWER_CLASS,
+    ANSWER_RELEVANCE,
+    CONTEXT_PRECISION,
+    CONTEXT_RECALL,
+    CORRECTNESS,
+    FACTUAL_ACCURACY,
+    FAITHFULNESS,
+    GROUNDEDNESS,
+    WP_CORRECTNESS,
+    WP_FACT_CHECK,
+    WP_RELEVANCE,
+    CaseView,
+    JudgeStep,
+    StepOutcome,
+    geval_score,
+)
 
 
-def outcome(ctx: CaseContext, step: str) -> StepOutcome:
+def outcome(ctx: CaseContext, step: JudgeStep) -> StepOutcome:
     """The step's outcome, or why there is none: not applicable (undefined) or no judge (skipped)."""
-    reason = STEPS[step].check(CaseView.of(ctx.case, ctx.capture, ctx.k))
+    reason = step.check(CaseView.of(ctx.case, ctx.capture, ctx.k))
     if reason:
         return StepOutcome.undefined(reason)
     if ctx.judge is None:
         return StepOutcome("skipped", reason="no_judge")
-    return ctx.judge.get(step) or StepOutcome("skipped", reason="not_judged")
+    return ctx.judge.get(step.name) or StepOutcome("skipped", reason="not_judged")
 
 
-def prompt_refs(steps: list[str]) -> tuple[str, str]:
-    """("p1+p2", "v1+v2"): every prompt a metric's steps use, with versions, as the score rows record them
-    (re-scoring compares these with the current prompt files)."""
-    from raglake.judge.prompts import get_prompt
-
-    prompts = sorted({p for step in steps for p in STEPS[step].prompts})
-    return "+".join(prompts), "+".join(str(get_prompt(p).version) for p in prompts)
-
-
-def metric_steps(metric_name: str) -> list[str]:
-    from raglake.metrics.registry import get_metric
-
-    return sorted(i.split(":", 1)[1] for i in get_metric(metric_name).inputs if i.startswith("judge:"))
-
-
-def _meta(o: StepOutcome, step: str) -> dict[str, str | None]:
-    ids, versions = prompt_refs([step])
-    return {"judge_model": o.model, "prompt_id": ids, "prompt_version": versions, "judge_call": o.call_key}
-
-
-def from_step(ctx: CaseContext, step: str, value: Callable[[dict], float | Score]) -> Score:
+def from_step(ctx: CaseContext, step: JudgeStep, value: Callable[[dict], float | Score]) -> Score:
     o = outcome(ctx, step)
     if o.status != "ok":
-        return Score.failed(o.status, o.reason, **_meta(o, step))
+        return Score.failed(o.status, o.reason, **o.judge_meta())
     v = value(o.data)
     if isinstance(v, Score):
-        return Score(v.value, v.status, v.reason, **_meta(o, step))
-    return Score.ok(v, **_meta(o, step))
+        return Score(v.value, v.status, v.reason, **o.judge_meta())
+    return Score.ok(v, **o.judge_meta())
 
 
-def _judge(name: str, step: str, scale: str, seed: str, better: bool | None = True, extra: tuple[str, ...] = ()):
-    return register(name, family="judge", scale=scale, higher_is_better=better, seed=seed,
-                    inputs=(f"judge:{step}", *extra))
+def mean_cosine(o: StepOutcome) -> float:
+    return float(np.mean(o.data["cosines"])) if o.data and o.data.get("cosines") else float("nan")
 
 
-@_judge("groundedness", "groundedness", "0-5", "001")
+def _judge(name: str, steps: Sequence[JudgeStep], scale: str, seed: str, better: bool | None = True,
+           inputs: tuple[str, ...] = (), **shown: bool):
+    return register(name, family="judge", scale=scale, higher_is_better=better, seed=seed, inputs=inputs,
+                    steps=tuple(steps), **shown)
+
+
+@_judge("groundedness", [GROUNDEDNESS], "0-5", "001", headline=True)
 def groundedness(ctx: CaseContext) -> Score:
     """0-5: are all claims supported by the top-K chunks (and the major ones cited)?"""
-    return from_step(ctx, "groundedness", lambda d: d["score"])
+    return from_step(ctx, GROUNDEDNESS, lambda d: d["score"])
 
 
-@_judge("correctness", "correctness", "0-5", "001")
+@_judge("correctness", [CORRECTNESS], "0-5", "001", headline=True, worst_cases=True)
 def correctness(ctx: CaseContext) -> Score:
     """0-5: does the answer correctly address the question, given the chunks?"""
-    return from_step(ctx, "correctness", lambda d: d["score"])
+    return from_step(ctx, CORRECTNESS, lambda d: d["score"])
 
 
-@_judge("wp_correctness", "wp_correctness", "1-5", "002")
+@_judge("wp_correctness", [WP_CORRECTNESS], "1-5", "002")
 def wp_correctness(ctx: CaseContext) -> Score:
     """1-5: factual alignment of the answer with the reference."""
-    return from_step(ctx, "wp_correctness", lambda d: d["score"])
+    return from_step(ctx, WP_CORRECTNESS, lambda d: d["score"])
 
 
-@_judge("wp_relevance", "wp_relevance", "1-5", "002")
+@_judge("wp_relevance", [WP_RELEVANCE], "1-5", "002")
 def wp_relevance(ctx: CaseContext) -> Score:
     """1-5: does the answer address the question's intent?"""
-    return from_step(ctx, "wp_relevance", lambda d: d["score"])
+    return from_step(ctx, WP_RELEVANCE, lambda d: d["score"])
 
 
 def _share(items: list, keep: Callable[[dict], bool], empty_reason: str) -> float | Score:
@@ -90,24 +94,24 @@ def _wp(ctx: CaseContext, value: Callable[[dict], float | Score], no_chunks: Sco
         return Score.undefined("empty_answer")
     if not [c for c in ctx.top if c.text.strip()]:
         return no_chunks
-    return from_step(ctx, "wp_fact_check", value)
+    return from_step(ctx, WP_FACT_CHECK, value)
 
 
-@_judge("wp_faithfulness", "wp_fact_check", "0-1", "002")
+@_judge("wp_faithfulness", [WP_FACT_CHECK], "0-1", "002")
 def wp_faithfulness(ctx: CaseContext) -> Score:
     """Supported facts / facts in the answer; no chunks → 1.0 (reason no_context); 1-5 view = 1 + 4x."""
     return _wp(ctx, lambda d: _share(d["answer_facts"], lambda f: bool(f["supported_by"]), "no_facts"),
                Score.ok(1.0, reason="no_context"))
 
 
-@_judge("wp_precision", "wp_fact_check", "0-1", "002")
+@_judge("wp_precision", [WP_FACT_CHECK], "0-1", "002")
 def wp_precision(ctx: CaseContext) -> Score:
     """Chunks the answer uses / chunks retrieved; no chunks → undefined."""
     n = len([c for c in ctx.top if c.text.strip()])
     return _wp(ctx, lambda d: len({i for i in d["chunks_used"] if 1 <= i <= n}) / n, Score.undefined("no_chunks"))
 
 
-@_judge("wp_recall", "wp_fact_check", "0-1", "002")
+@_judge("wp_recall", [WP_FACT_CHECK], "0-1", "002")
 def wp_recall(ctx: CaseContext) -> Score:
     """Facts covered by the chunks / facts (the reference's when the answer is indistinct); no chunks → 1.0."""
     def value(d: dict) -> float | Score:
@@ -145,28 +149,28 @@ def _one_to_five(x: float) -> float:
     return 1 + 4 * x
 
 
-@_judge("wp_composite", "wp_fact_check", "1-5", "002", extra=("judge:wp_correctness", "judge:wp_relevance"))
+@_judge("wp_composite", [WP_FACT_CHECK, WP_CORRECTNESS, WP_RELEVANCE], "1-5", "002")
 def wp_composite(ctx: CaseContext) -> Score:
     """0.4·correctness + 0.2·faithfulness + 0.2·precision + 0.2·recall + 0·relevance on the 1-5 view."""
     parts = {"correctness": wp_correctness(ctx), "faithfulness": wp_faithfulness(ctx), "precision": wp_precision(ctx),
              "recall": wp_recall(ctx), "relevance": wp_relevance(ctx)}
     return _composite(weighted(parts, ctx.config.wp_weights, {"faithfulness": _one_to_five, "precision": _one_to_five,
-                                                              "recall": _one_to_five}), parts, "wp_composite")
+                                                              "recall": _one_to_five}), parts)
 
 
-@_judge("faithfulness", "faithfulness", "0-1", "004")
+@_judge("faithfulness", [FAITHFULNESS], "0-1", "004", headline=True, worst_cases=True)
 def faithfulness(ctx: CaseContext) -> Score:
     """Claims of the answer supported by the chunks / claims; no claims → 1.0."""
     def value(d: dict) -> float | Score:
         return Score.ok(1.0, reason="no_claims") if not d["claims"] else sum(d["supported"]) / len(d["supported"])
 
-    return from_step(ctx, "faithfulness", value)
+    return from_step(ctx, FAITHFULNESS, value)
 
 
-@_judge("context_precision", "context_precision", "0-1", "004")
+@_judge("context_precision", [CONTEXT_PRECISION], "0-1", "004", headline=True)
 def context_precision(ctx: CaseContext) -> Score:
     """Mean of the per-chunk relevance verdicts (question + ground truth)."""
-    return from_step(ctx, "context_precision", lambda d: sum(v["is_relevant"] for v in d["chunks"]) / len(d["chunks"]))
+    return from_step(ctx, CONTEXT_PRECISION, lambda d: sum(v["is_relevant"] for v in d["chunks"]) / len(d["chunks"]))
 
 
 def average_precision(relevant: list[bool]) -> float:
@@ -179,13 +183,13 @@ def average_precision(relevant: list[bool]) -> float:
     return total / hits if hits else 0.0
 
 
-@_judge("context_precision_ap", "context_precision", "0-1", "004")
+@_judge("context_precision_ap", [CONTEXT_PRECISION], "0-1", "004")
 def context_precision_ap(ctx: CaseContext) -> Score:
     """Rank-weighted context precision: average precision of the relevance verdicts."""
-    return from_step(ctx, "context_precision", lambda d: average_precision([v["is_relevant"] for v in d["chunks"]]))
+    return from_step(ctx, CONTEXT_PRECISION, lambda d: average_precision([v["is_relevant"] for v in d["chunks"]]))
 
 
-@_judge("context_recall", "context_recall", "0-1", "004")
+@_judge("context_recall", [CONTEXT_RECALL], "0-1", "004", headline=True)
 def context_recall(ctx: CaseContext) -> Score:
     """Reference statements attributable to the chunks / statements; none → 1.0; no chunks → 0."""
     def value(d: dict) -> float | Score:
@@ -193,53 +197,53 @@ def context_recall(ctx: CaseContext) -> Score:
             return Score.ok(1.0, reason="no_statements")
         return sum(d["attributed"]) / len(d["attributed"])
 
-    return from_step(ctx, "context_recall", value)
+    return from_step(ctx, CONTEXT_RECALL, value)
 
 
-@_judge("answer_relevance", "answer_relevance", "cosine", "004", extra=("vectors",))
+@_judge("answer_relevance", [ANSWER_RELEVANCE], "cosine", "004", inputs=("vectors",), headline=True)
 def answer_relevance(ctx: CaseContext) -> Score:
     """Mean cos(question, generated question) over the 3 questions the judge writes from the answer."""
     if ctx.capture.answer.strip() and ctx.abstained:
         return Score.undefined("abstained")
-    o = outcome(ctx, "answer_relevance")
+    o = outcome(ctx, ANSWER_RELEVANCE)
     if o.status != "ok":
-        return Score.failed(o.status, o.reason, **_meta(o, "answer_relevance"))
+        return Score.failed(o.status, o.reason, **o.judge_meta())
     if not o.data["cosines"]:
-        return Score.failed("parse_error", "parse_error: no questions generated", **_meta(o, "answer_relevance"))
-    return Score.ok(mean_cosine(o), model=o.data["embedder"], **_meta(o, "answer_relevance"))
+        return Score.failed("parse_error", "parse_error: no questions generated", **o.judge_meta())
+    return Score.ok(mean_cosine(o), model=o.data["embedder"], **o.judge_meta())
 
 
-@_judge("ragas_score", "faithfulness", "0-1", "004",
-        extra=("judge:context_precision", "judge:context_recall", "judge:answer_relevance", "vectors"))
+@_judge("ragas_score", [FAITHFULNESS, CONTEXT_PRECISION, CONTEXT_RECALL, ANSWER_RELEVANCE], "0-1", "004",
+        inputs=("vectors",))
 def ragas_score(ctx: CaseContext) -> Score:
     """0.3·faithfulness + 0.2·context_precision + 0.2·context_recall + 0.3·answer_relevance, renormalised over non-NaN."""
     parts = {"faithfulness": faithfulness(ctx), "context_precision": context_precision(ctx),
              "context_recall": context_recall(ctx), "answer_relevance": answer_relevance(ctx)}
-    return _composite(weighted(parts, ctx.config.ragas_weights, {}), parts, "ragas_score")
+    return _composite(weighted(parts, ctx.config.ragas_weights, {}), parts)
 
 
-def _composite(score: Score, parts: dict[str, Score], name: str) -> Score:
-    """A composite row records the judge model of its components and every prompt they use."""
-    ids, versions = prompt_refs(metric_steps(name))
+def _composite(score: Score, parts: dict[str, Score]) -> Score:
+    """A composite row records the judge model of its components and every prompt their calls used."""
+    refs = sorted({ref for p in parts.values() if p.prompt_id and p.prompt_version
+                   for ref in zip(p.prompt_id.split("+"), p.prompt_version.split("+"))})
     model = next((p.judge_model for p in parts.values() if p.judge_model), None)
-    return Score(score.value, score.status, score.reason, model=score.model, judge_model=model, prompt_id=ids,
-                 prompt_version=versions)
+    return Score(score.value, score.status, score.reason, model=score.model, judge_model=model,
+                 prompt_id="+".join(i for i, _ in refs) or None, prompt_version="+".join(v for _, v in refs) or None)
 
 
-@_judge("factual_accuracy", "factual_accuracy", "0-1", "004")
+@_judge("factual_accuracy", [FACTUAL_ACCURACY], "0-1", "004", headline=True, worst_cases=True)
 def factual_accuracy(ctx: CaseContext) -> Score:
     """GEval: (0.5·correctness + 0.3·completeness + 0.2·consistency) / 100; grade A ≥ .8, B ≥ .6, C ≥ .4, D ≥ .2, else E."""
-    return from_step(ctx, "factual_accuracy", lambda d: (0.5 * d["correctness"]["score"] + 0.3 * d["completeness"]["score"]
-                                                         + 0.2 * d["consistency"]["score"]) / 100)
+    return from_step(ctx, FACTUAL_ACCURACY, geval_score)
 
 
 def _answer_class(name: str, cls: str, better: bool) -> None:
     def fn(ctx: CaseContext) -> Score:
-        return from_step(ctx, "answer_class", lambda d: float(d["class"] == cls))
+        return from_step(ctx, ANSWER_CLASS, lambda d: float(d["class"] == cls))
 
     fn.__doc__ = f"1 if the answer's class is {cls} (uncertainty phrases → DON'T KNOW, else the judge: CORRECT/WRONG)."
     fn.__name__ = name
-    _judge(name, "answer_class", "binary", "004", better)(fn)
+    _judge(name, [ANSWER_CLASS], "binary", "004", better, headline=better is True)(fn)
 
 
 for _name, _cls, _better in (("answer_class_correct", "CORRECT", True), ("answer_class_wrong", "WRONG", False),

@@ -6,7 +6,7 @@ from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import RunValue, register
 
 
-def _stat(name: str, key: str, unit: str, doc: str) -> None:
+def _stat(name: str, key: str, unit: str, doc: str, headline: bool = False) -> None:
     def fn(run: RunInputs) -> list[RunValue]:
         stats = run.judge_stats
         if not stats or key not in stats:
@@ -15,14 +15,16 @@ def _stat(name: str, key: str, unit: str, doc: str) -> None:
 
     fn.__doc__, fn.__name__ = doc, name
     register(name, family="operational", scale=unit, higher_is_better=False if unit == "usd" else None, seed="001",
-             level="run", inputs=("judge_stats",))(fn)
+             level="run", inputs=("judge_stats",), headline=headline)(fn)
 
 
-_stat("judge_calls", "calls", "count", "Requests that reached the judge (retries and repairs included).")
+_stat("judge_calls", "calls", "count", "Requests that reached the judge (retries and repairs included).",
+      headline=True)
 _stat("judge_ledger_hits", "ledger_hits", "count", "Judge calls answered from the ledger (not made again, not paid).")
 _stat("judge_prompt_tokens", "prompt_tokens", "tokens", "Prompt tokens the judge's API reported.")
 _stat("judge_completion_tokens", "completion_tokens", "tokens", "Completion tokens the judge's API reported.")
-_stat("judge_cost_usd", "cost_usd", "usd", "Cost from the price table (unknown models cost 0 and are flagged).")
+_stat("judge_cost_usd", "cost_usd", "usd", "Cost from the price table (unknown models cost 0 and are flagged).",
+      headline=True)
 _stat("judge_skipped_budget", "skipped_budget", "count", "Judge calls not made because the budget ran out.")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, register
 from raglake.metrics.retrieval import dcg, ideal_dcg, label_grade, reciprocal_rank
+from raglake.metrics.steps import LABEL_ANSWER, LABEL_CHUNKS
 
 
 def _chunk_values(ctx: CaseContext, name: str) -> tuple[list[int], str] | Score:
@@ -30,7 +31,7 @@ def _mean_over_k(ctx: CaseContext, name: str) -> Score:
     return Score.ok(sum(values) / ctx.k, source=source)
 
 
-_CHUNK = dict(family="label", seed="000", inputs=("retrieved", "labels", "judge:label_chunks"))
+_CHUNK = dict(family="label", seed="000", inputs=("retrieved", "labels"), steps=(LABEL_CHUNKS,))
 
 
 @register("topical_precision_at_k", scale="0-1", higher_is_better=True, **_CHUNK)
@@ -90,7 +91,7 @@ def _answer_rate(label: str, metric: str, higher_is_better: bool, symbol: str) -
     fn.__doc__ = f"Share of answers with {label} = 1 (the mean of {symbol})."
     fn.__name__ = metric
     register(metric, family="label", scale="0-1", higher_is_better=higher_is_better, seed="000",
-             inputs=("answer", "labels", "judge:label_answer"))(fn)
+             inputs=("answer", "labels"), steps=(LABEL_ANSWER,))(fn)
 
 
 for _label, _metric, _better, _symbol in (

@@ -40,14 +40,14 @@ def _latencies(run: RunInputs, q: float, name: str) -> list[RunValue]:
 
 
 @register("latency_p50_ms", family="operational", scale="ms", higher_is_better=False, seed="001", level="run",
-          inputs=("latency_ms",))
+          inputs=("latency_ms",), headline=True)
 def latency_p50_ms(run: RunInputs) -> list[RunValue]:
     """Median latency per stage (the target's own timings, and `wall` measured around the call)."""
     return _latencies(run, 50, "latency_p50_ms")
 
 
 @register("latency_p95_ms", family="operational", scale="ms", higher_is_better=False, seed="001", level="run",
-          inputs=("latency_ms",))
+          inputs=("latency_ms",), headline=True)
 def latency_p95_ms(run: RunInputs) -> list[RunValue]:
     """95th-percentile latency per stage."""
     return _latencies(run, 95, "latency_p95_ms")
@@ -61,21 +61,21 @@ def _rate(run: RunInputs, status: str, name: str) -> list[RunValue]:
 
 
 @register("error_rate", family="operational", scale="0-1", higher_is_better=False, seed="001", level="run",
-          inputs=("status",))
+          inputs=("status",), headline=True)
 def error_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases whose capture failed (status error)."""
     return _rate(run, "error", "error_rate")
 
 
 @register("timeout_rate", family="operational", scale="0-1", higher_is_better=False, seed="001", level="run",
-          inputs=("status",))
+          inputs=("status",), headline=True)
 def timeout_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases whose capture timed out."""
     return _rate(run, "timeout", "timeout_rate")
 
 
 @register("empty_response_rate", family="operational", scale="0-1", higher_is_better=False, seed="001",
-          level="run", inputs=("status", "answer"))
+          level="run", inputs=("status", "answer"), headline=True)
 def empty_response_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases that returned an empty answer."""
     return _rate(run, "empty", "empty_response_rate")

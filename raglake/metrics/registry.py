@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raglake.errors import UnknownNameError
+from raglake.metrics.steps import JudgeStep
 
 STATUSES = ("ok", "undefined", "judge_error", "parse_error", "skipped")
 FAMILIES = ("retrieval", "label", "abstention", "embedding", "judge", "operational")
@@ -78,12 +79,22 @@ class Metric:
     fn: Callable[..., Any] = field(repr=False, compare=False)
     applies_to: str = "all"
     inputs: tuple[str, ...] = ()
+    steps: tuple[JudgeStep, ...] = ()  # the judge steps whose outcomes the metric reads
+    # shown first: a case-level metric is charted by slice in the report and is a default column of the CLI's
+    # tables; a run-level one is among the run figures of the flow's summary
+    headline: bool = False
+    worst_cases: bool = False  # the report lists the run's worst cases by it
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Its inputs as the docs table and the `metrics` view show them (a judge step as judge:<name>)."""
+        return (*self.inputs, *(f"judge:{s.name}" for s in self.steps))
 
     def as_row(self) -> dict[str, Any]:
         return {
             "metric": self.name, "family": self.family, "version": self.version, "scale": self.scale,
             "higher_is_better": self.higher_is_better, "level": self.level, "seed": self.seed,
-            "applies_to": self.applies_to, "inputs": ",".join(self.inputs), "description": self.description,
+            "applies_to": self.applies_to, "inputs": ",".join(self.input_names), "description": self.description,
         }
 
 
@@ -101,6 +112,9 @@ def register(
     level: str = "case",
     applies_to: str = "all",
     inputs: tuple[str, ...] = (),
+    steps: tuple[JudgeStep, ...] = (),
+    headline: bool = False,
+    worst_cases: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register `fn` under `name`; the first docstring line becomes the description."""
     if family not in FAMILIES or level not in LEVELS or applies_to not in APPLIES_TO:
@@ -112,20 +126,15 @@ def register(
         doc = (fn.__doc__ or "").strip().splitlines()
         _REGISTRY[name] = Metric(
             name, family, version, scale, higher_is_better, level, seed, doc[0] if doc else "",
-            fn, applies_to, inputs,
+            fn, applies_to, inputs, tuple(steps), headline, worst_cases,
         )
         return fn
 
     return wrap
 
 
-def _load_builtin_metrics() -> None:
-    # importing the modules registers their metrics
-    from raglake.metrics import abstention, coverage, embedding, judge, judge_run, labels, operational, retrieval  # noqa: F401
-
-
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
-    _load_builtin_metrics()
+    """The registered metrics (raglake.metrics imports every built-in metric module, which registers them)."""
     chosen = [
         m for m in _REGISTRY.values()
         if (level is None or m.level == level) and (family is None or m.family == family)
@@ -135,7 +144,6 @@ def all_metrics(level: str | None = None, family: str | None = None) -> list[Met
 
 
 def get_metric(name: str) -> Metric:
-    _load_builtin_metrics()
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from raglake.anchors import path_under_folder
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, register
+from raglake.metrics.steps import ACKNOWLEDGES_CONFLICT
 from raglake.schemas import GoldSupport
 
 # ---- pure formulas ---------------------------------------------------------------------------
@@ -46,7 +47,7 @@ _NO_SUPPORTS = "no_gold_supports"
 
 
 @register("recall_any_at_k", family="retrieval", version="2", scale="binary", higher_is_better=True, seed="001",
-          applies_to="answerable", inputs=("retrieved", "gold_supports"))
+          applies_to="answerable", inputs=("retrieved", "gold_supports"), headline=True, worst_cases=True)
 def recall_any_at_k(ctx: CaseContext) -> Score:
     """1 if any top-K chunk matches any gold support, else 0."""
     if not ctx.case.gold_supports:
@@ -66,7 +67,7 @@ def recall_all_at_k(ctx: CaseContext) -> Score:
 
 
 @register("mrr_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="001,000",
-          applies_to="answerable", inputs=("retrieved", "gold_supports"))
+          applies_to="answerable", inputs=("retrieved", "gold_supports"), headline=True)
 def mrr_at_k(ctx: CaseContext) -> Score:
     """1 / rank of the first top-K chunk matching a gold support, 0 if none."""
     if not ctx.case.gold_supports:
@@ -128,7 +129,7 @@ def _ndcg_grades(ctx: CaseContext) -> tuple[list[tuple[int, float]], list[float]
 
 
 @register("ndcg_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="000,001",
-          inputs=("retrieved", "gold_supports", "labels"))
+          inputs=("retrieved", "gold_supports", "labels"), headline=True, worst_cases=True)
 def ndcg_at_k(ctx: CaseContext) -> Score:
     """DCG@K / IDCG@K, gains 2^g − 1; each gold support credited once, at its first match, best grade first."""
     if not ctx.case.gold_supports and not any(ctx.chunk_labels):
@@ -163,7 +164,7 @@ def attribution_hit(ctx: CaseContext) -> Score:
 
 
 @register("recency_rule_ok", family="retrieval", scale="binary", higher_is_better=True, seed="001",
-          inputs=("references", "gold_supports", "recency_conflict_rule", "labels", "judge:acknowledges_conflict"))
+          inputs=("references", "gold_supports", "recency_conflict_rule", "labels"), steps=(ACKNOWLEDGES_CONFLICT,))
 def recency_rule_ok(ctx: CaseContext) -> Score:
     """cite_newer: cites the newest support; cite_both: cites every support; acknowledge_both: cite_both and acknowledges the conflict."""
     rule = ctx.case.recency_conflict_rule
@@ -181,8 +182,8 @@ def recency_rule_ok(ctx: CaseContext) -> Score:
         return Score.ok(float(cites_all))
     label = ctx.answer_label("acknowledges_conflict")
     if label is None:
-        judged = (ctx.judge or {}).get("acknowledges_conflict")
+        judged = (ctx.judge or {}).get(ACKNOWLEDGES_CONFLICT.name)
         if judged is not None and judged.status != "ok":  # the judge was asked and did not deliver
-            return Score.failed(judged.status, judged.reason, judge_model=judged.model, prompt_id=judged.prompt_id)
+            return Score.failed(judged.status, judged.reason, **judged.judge_meta())
         return Score.skipped("no_judge")
     return Score.ok(float(label.value), source=label.source)

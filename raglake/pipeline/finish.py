@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from raglake.lake.landing import RunRecord
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import RunValue, all_metrics, metric_versions
 from raglake.pipeline.plan import RunPlan
+from raglake.pipeline.rows import RunRecord
 from raglake.schemas import Capture
 
 

@@ -7,43 +7,42 @@ import datetime as dt
 import hashlib
 import json
 import os
-import re
 import subprocess
+import threading
 import uuid
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from raglake import __version__
 from raglake.anchors import ANCHOR_RULE_VERSION
 from raglake.embed.bertscore import BERTSCORE_VERSION
+from raglake.embed.cache import default_cache_root
+from raglake.embed.encoders import text_encoder
+from raglake.embed.model import resolve_embedder_path
 from raglake.errors import ConfigError
 from raglake.golden import GoldenSet, load_golden, load_labels
-from raglake.lake.landing import RunRecord, is_committed
+from raglake.judge.config import JudgeConfig
+from raglake.judge.stage import wanted_steps
+from raglake.judge.steps import prompt_versions
+from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions, select_metrics
 from raglake.metrics.rules import RULES_VERSION
+from raglake.pipeline.embedding import EmbeddingSpec, needs_embedder, reference_idf
+from raglake.pipeline.rows import RunRecord
+from raglake.pipeline.settings import DEFAULT_TARGET as DEFAULT_TARGET  # the sample's places, named here too
+from raglake.pipeline.settings import SAMPLE_CAPTURES as SAMPLE_CAPTURES
+from raglake.pipeline.settings import SAMPLE_DIR as SAMPLE_DIR
+from raglake.pipeline.settings import SAMPLE_GOLDEN as SAMPLE_GOLDEN
+from raglake.pipeline.settings import RunSettings
+from raglake.pipeline.settings import sample_path as sample_path
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets import Target, make_target
 from raglake.text.sentences import SPLITTER_VERSION
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout; site-packages for an installed wheel
-SAMPLE_DIR = Path(str(resources.files("raglake.sample")))  # data/ in a checkout, raglake/sample/ in a wheel
-
-
-def sample_path(*parts: str) -> str:
-    """A file of the bundled sample, relative to the working directory when it lies beneath it."""
-    path = SAMPLE_DIR.joinpath(*parts)
-    rel = os.path.relpath(path)
-    return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()
-
-
-SAMPLE_GOLDEN = sample_path("golden", "sample.jsonl")
-SAMPLE_CAPTURES = tuple(f"replay:{sample_path('captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
-DEFAULT_TARGET = f"builtin:{sample_path('corpus')}"
-_RUN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 
 
 @dataclass
@@ -58,8 +57,8 @@ class RunPlan:
     results_dir: str
     batch_size: int
     embedder: str | None = None
-    judge: Any = None  # raglake.judge.config.JudgeConfig, or None: judge metrics are skipped (no_judge)
-    spot_check: Any = None  # a second JudgeConfig for the reliability spot-check
+    judge: JudgeConfig | None = None  # None: judge metrics are skipped (no_judge)
+    spot_check: JudgeConfig | None = None  # a second judge for the reliability spot-check
     spot_share: float = 0.1
     spot_min: int = 10
 
@@ -71,31 +70,18 @@ class RunPlan:
         """The judge prompts the selected metrics may use, with their versions."""
         if self.judge is None:
             return {}
-        from raglake.judge.prompts import get_prompt
-        from raglake.judge.stage import wanted_steps
-        from raglake.judge.steps import STEPS
+        return prompt_versions(wanted_steps(self.metrics))
 
-        return {p: get_prompt(p).version for step in sorted(wanted_steps(self.metrics)) for p in STEPS[step].prompts}
-
-    def embedding_spec(self) -> Any:
-        """The run's raglake.embed.prepare.EmbeddingSpec, or None when no selected metric embeds."""
-        from raglake.embed.cache import default_cache_root
-        from raglake.embed.prepare import EmbeddingSpec, needs_embedder, reference_idf, text_encoder
-
-        if not needs_embedder(self.metrics):
-            return None
-        root = str(default_cache_root(self.lake.url) / "embeddings")
-        encoder = text_encoder(self.embedder, root)
-        idf = None
-        if self.config.bertscore_idf:
-            idf = reference_idf(encoder, [c.reference_answer or "" for c in self.golden.cases], self.config.bertscore_layer)
-        return EmbeddingSpec(self.embedder, root, encoder.embedder.key, idf)
+    def embedding_spec(self) -> EmbeddingSpec | None:
+        """The run's raglake.pipeline.embedding.EmbeddingSpec, or None when no selected metric embeds."""
+        return embedding_spec(self.metrics, self.embedder, self.lake.url, self.config, self.golden.cases)
 
     def batches(self) -> list[list[GoldenCase]]:
         cases = self.golden.cases
         return [cases[i : i + self.batch_size] for i in range(0, len(cases), self.batch_size)]
 
-    def record(self, finished_at: dt.datetime, n_cases: int, manifest: Any = None, embedder_key: str | None = None) -> RunRecord:
+    def record(self, finished_at: dt.datetime, n_cases: int, manifest: Any = None,
+               embedder_key: str | None = None) -> RunRecord:
         """The run's `runs` row; `manifest` is the target's index manifest when it has one."""
         return RunRecord(
             run_id=self.run_id, started_at=self.started_at, finished_at=finished_at,
@@ -117,6 +103,20 @@ class RunPlan:
             index_version=manifest.index_version if manifest is not None else None,
             index_info=manifest.info() if manifest is not None else {},
         )
+
+
+def embedding_spec(metrics: list[Metric], embedder: str | None, lake_url: str, config: ScoringConfig,
+                   cases: list[GoldenCase]) -> EmbeddingSpec | None:
+    """How a run (or a re-scoring of it) embeds: the embedder, the lake's vector cache and, for
+    BERTScore with idf, the idf over the run's reference answers; None when no metric embeds."""
+    if not needs_embedder(metrics):
+        return None
+    root = str(default_cache_root(lake_url) / "embeddings")
+    encoder = text_encoder(embedder, root)
+    idf = None
+    if config.bertscore_idf:
+        idf = reference_idf(encoder, [c.reference_answer or "" for c in cases], config.bertscore_layer)
+    return EmbeddingSpec(embedder, root, encoder.embedder.key, idf)
 
 
 def digest(value: Any) -> str:
@@ -142,95 +142,98 @@ def new_run_id(started_at: dt.datetime, target_name: str) -> str:
     return f"r-{started_at:%Y%m%d-%H%M%S}-{target_name}-{uuid.uuid4().hex[:6]}"
 
 
-def result_storage(results: str) -> Any:
-    """Prefect's result storage for a results location: a local folder, or any fsspec URL
-    (s3://bucket/results, gs://…, memory://…) through Prefect's RemoteFileSystem."""
-    if "://" in results and not results.startswith("file://"):
-        from prefect.filesystems import RemoteFileSystem
-
-        # Prefect wants remote result storage saved as a block: one per location, named by its hash
-        basepath = results.rstrip("/")
-        block = RemoteFileSystem(basepath=basepath)
-        block.save(f"raglake-results-{hashlib.sha256(basepath.encode()).hexdigest()[:12]}", overwrite=True)
-        return block
-    return Path(results.removeprefix("file://"))
-
-
 def results_dir(lake: Lake, explicit: str | None = None) -> str:
     """Where Prefect persists task results: --results, $RAGLAKE_RESULTS, else <lake>/_results."""
     return explicit or os.environ.get("RAGLAKE_RESULTS") or f"{lake.url.rstrip('/')}/_results"
 
 
-def plan_run(
-    *,
-    golden: str | Path = SAMPLE_GOLDEN,
-    target: str,
-    lake: str | None = None,
-    k: int = 5,
-    run_id: str | None = None,
-    labels: str | None = None,
-    metrics: list[str] | None = None,
-    require_snippets: bool = False,
-    batch_size: int = 100,
-    results: str | None = None,
-    embedder: str | None = None,
-    scoring: dict[str, Any] | None = None,
-    judge: dict[str, Any] | None = None,
-    spot_check: dict[str, Any] | None = None,
-) -> RunPlan:
-    """Load and check every input; raises before anything is written. `scoring` holds the other
-    ScoringConfig settings (theta_s, theta_h, bertscore_layer, bertscore_idf)."""
-    if batch_size < 1:
-        raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
+class CheckedInputs:
+    """Golden sets (labels applied) and targets already loaded and checked in this process, so that a
+    run's inputs are read and validated once: the command line checks every target before Prefect
+    starts and keeps what it loaded here; the flow then takes it (once) instead of loading it again.
+    Keyed by the golden and label files' bytes (sha256) and the settings that build the target;
+    bounded, and cleared by the command line when its runs end. A flow run by a deployment finds
+    nothing here and loads its inputs itself."""
+
+    def __init__(self, capacity: int = 8):
+        self.capacity = capacity
+        self._items: list[tuple[str, GoldenSet, Target]] = []  # oldest first; a target given twice: twice
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(settings: RunSettings) -> str:
+        files = [(p, hashlib.sha256(Path(p).read_bytes()).hexdigest() if Path(p).is_file() else None)
+                 for p in (settings.golden, settings.labels) if p]
+        return digest([files, settings.target, settings.lake, settings.embedder, settings.k])
+
+    def put(self, settings: RunSettings, golden: GoldenSet, target: Target) -> None:
+        with self._lock:
+            self._items.append((self.key(settings), golden, target))
+            del self._items[: max(0, len(self._items) - self.capacity)]
+
+    def take(self, settings: RunSettings) -> tuple[GoldenSet, Target] | None:
+        """What was checked for these settings (removed: it serves one run), or None."""
+        if not self._items:
+            return None
+        key = self.key(settings)
+        with self._lock:
+            for i, (k, golden, target) in enumerate(self._items):
+                if k == key:
+                    del self._items[i]
+                    return golden, target
+        return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Process-local: a copy sent to another process (a Dask worker unpickling a flow) starts empty."""
+        return CheckedInputs, (self.capacity,)
+
+
+CHECKED = CheckedInputs()  # the process's checked inputs: filled by the command line, taken by the flow
+
+
+def _load_inputs(settings: RunSettings, lake: Lake) -> tuple[GoldenSet, Target]:
+    golden_set = load_golden(settings.golden)
+    if settings.labels:
+        golden_set = load_labels(settings.labels, golden_set)
+    the_target = make_target(settings.target, lake, embedder=settings.embedder, k=settings.k)
+    the_target.check(golden_set)
+    return golden_set, the_target
+
+
+def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, keep: bool = False) -> RunPlan:
+    """Load and check every input; raises before anything is written. With `checked`, inputs checked
+    earlier in this process are taken from it (and with `keep`, what this call loads is kept in it)."""
     try:
-        config = ScoringConfig(k=k, require_snippets=require_snippets, **(scoring or {}))
+        config = settings.scoring_config()
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
-    the_lake = Lake(lake)
-    golden_set = load_golden(golden)
-    if labels:
-        golden_set = load_labels(labels, golden_set)
-    the_target = make_target(target, the_lake, embedder=embedder, k=k)
-    the_target.check(golden_set)
-    chosen = select_metrics(metrics)
-    if embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
-        from raglake.embed.model import resolve_embedder_path
-
-        resolve_embedder_path(embedder)  # a bad --embedder fails here, before any work
+    the_lake = Lake(settings.lake)
+    found = checked.take(settings) if checked is not None and not keep else None
+    golden_set, the_target = found or _load_inputs(settings, the_lake)
+    if keep and checked is not None:
+        checked.put(settings, golden_set, the_target)
+    chosen = select_metrics(settings.metrics)
+    if settings.embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
+        resolve_embedder_path(settings.embedder)  # a bad --embedder fails here, before any work
     started = dt.datetime.now(dt.timezone.utc)
-    if run_id is not None:
-        if not _RUN_ID.match(run_id):
-            raise ConfigError(f"run id {run_id!r} must start with a letter and use only letters, digits, '.', '_' and '-'")
-        if is_committed(the_lake, run_id):
-            raise ConfigError(f"run {run_id} is already in the lake at {the_lake.url}; choose another --run-id")
-    judge_config, spot_config, spot = _judges(judge, spot_check)
+    if settings.run_id is not None and is_committed(the_lake, settings.run_id):
+        raise ConfigError(f"run {settings.run_id} is already in the lake at {the_lake.url}; choose another --run-id")
+    judge_config, spot_config = settings.judge_configs()
+    spot = settings.spot_check
     return RunPlan(
-        run_id=run_id or new_run_id(started, the_target.name), started_at=started, golden=golden_set,
+        run_id=settings.run_id or new_run_id(started, the_target.name), started_at=started, golden=golden_set,
         target=the_target, lake=the_lake, metrics=chosen, config=config,
-        results_dir=results_dir(the_lake, results), batch_size=batch_size, embedder=embedder,
-        judge=judge_config, spot_check=spot_config, spot_share=spot.get("share", 0.1), spot_min=spot.get("minimum", 10),
+        results_dir=results_dir(the_lake, settings.results), batch_size=settings.batch_size,
+        embedder=settings.embedder, judge=judge_config, spot_check=spot_config,
+        spot_share=spot.share if spot else 0.1, spot_min=spot.minimum if spot else 10,
     )
-
-
-def _judges(judge: dict[str, Any] | None, spot_check: dict[str, Any] | None) -> tuple[Any, Any, dict[str, Any]]:
-    """JudgeConfigs from flow parameters (plain dicts, so deployments can pass them)."""
-    if not judge:
-        if spot_check:
-            raise ConfigError("a spot-check needs a judge: give --judge-base-url and --judge-model too")
-        return None, None, {}
-    from raglake.judge.config import JudgeConfig, load_prices
-
-    try:
-        config = JudgeConfig(**judge, prices=load_prices())
-    except TypeError as e:
-        raise ConfigError(f"bad judge settings: {e}") from None
-    spot = dict(spot_check or {})
-    second = None
-    if spot.get("model"):
-        second = config.with_model(spot["model"], spot.get("base_url"))
-    if not 0 < spot.get("share", 0.1) <= 1:
-        raise ConfigError(f"spot-check share must lie in (0, 1], got {spot.get('share')}")
-    return config, second, spot
 
 
 def capture_key(target: Target, cases: list[GoldenCase], run_id: str) -> str:
@@ -240,8 +243,6 @@ def capture_key(target: Target, cases: list[GoldenCase], run_id: str) -> str:
 
 
 def journal_path(lake: Lake, run_id: str) -> str:
-    from raglake.embed.cache import default_cache_root
-
     return str(default_cache_root(lake.url) / "captures" / f"{run_id}.jsonl")
 
 
@@ -249,7 +250,8 @@ def score_key(cases: list[GoldenCase], captures: list[Capture], versions: dict[s
               known_docs: frozenset[str], embedding: Any = None, judge: dict[str, dict[str, Any]] | None = None) -> str:
     """Batch content + metric versions + scoring settings + rule versions + embedder + judge outcomes:
     equal keys, equal scores."""
-    judged = None if judge is None else {cid: {step: asdict(o) for step, o in steps.items()} for cid, steps in judge.items()}
+    judged = None if judge is None else {cid: {step: asdict(o) for step, o in steps.items()}
+                                         for cid, steps in judge.items()}
     return "score-" + digest([
         [c.model_dump(mode="json") for c in cases], [c.model_dump(mode="json") for c in captures],
         versions, asdict(config), sorted(known_docs), ANCHOR_RULE_VERSION, RULES_VERSION, SPLITTER_VERSION,

@@ -13,9 +13,17 @@ from typing import Any
 
 from raglake.analysis import LakeQueries
 from raglake.errors import ConfigError
+from raglake.judge.ledger import JudgeLedger, call_key
+from raglake.judge.prompts import get_prompt
+from raglake.judge.stage import steps_for, wanted_steps
+from raglake.judge.steps import prompt_refs, prompt_versions
+from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import fetch
-from raglake.metrics.context import ScoringConfig
+from raglake.lake.store import Lake
+from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
+from raglake.metrics.steps import CaseView
+from raglake.pipeline.rows import scores_table
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.replay import ReplayRun
 
@@ -29,6 +37,9 @@ class StoredRun:
     embedder: str | None
     known_docs: frozenset[str]
     run_config: dict[str, Any]
+
+
+KEPT_NO_JUDGE = "kept: no judge given"
 
 
 @dataclass(frozen=True)
@@ -74,12 +85,6 @@ def load_stored_run(q: LakeQueries, run_id: str) -> StoredRun:
     return StoredRun(run_id, config, cases, captures, embedder, docs, run_config)
 
 
-def _current_judge_refs(metric: Metric) -> tuple[str, str]:
-    from raglake.metrics.judge import metric_steps, prompt_refs
-
-    return prompt_refs(metric_steps(metric.name))
-
-
 def plan_rescore(q: LakeQueries, run_ids: list[str], metrics: list[Metric], *, embedder_key: str | None,
                  judge_model: str | None) -> list[Decision]:
     """What to recompute, metric by metric, and why."""
@@ -106,21 +111,31 @@ def _decide(m: Metric, stored: tuple | None, embedder_key: str | None, judge_mod
         return True, f"metric version {'/'.join(versions)} → {m.version}"
     if embedders and embedder_key and not all(e.startswith(embedder_key) for e in embedders):
         return True, f"embedder {embedders[0]} → {embedder_key}"
-    if m.family != "judge" and not any(i.startswith("judge:") for i in m.inputs):
+    if not m.steps:
         return False, "unchanged (cache hit)"
     if judge_model is None:
-        return False, "kept: no judge given"
+        return False, KEPT_NO_JUDGE
     if no_judge:
         return True, "was skipped: no judge"
     if judges and judges != [judge_model]:
         return True, f"judge {','.join(judges)} → {judge_model}"
-    if m.family == "judge":
-        ids, versions_now = _current_judge_refs(m)
-        if prompts and prompts != [f"{ids}@{versions_now}"]:
-            return True, f"prompts {prompts[0]} → {ids}@{versions_now}"
+    stale = _stale_prompts(prompts, prompt_versions(m.steps))
+    if stale:
+        ids, versions_now = prompt_refs(m.steps)
+        return True, f"prompts {stale} → {ids}@{versions_now}"
     if failed:
         return True, f"{failed} earlier judge failure(s) to retry"
     return False, "unchanged (cache hit)"
+
+
+def _stale_prompts(recorded: list[str] | None, current: dict[str, int]) -> str | None:
+    """The first recorded "p1+p2@v1+v2" naming a prompt at a version other than its current one (a row
+    records the prompts its calls used, so rows of one metric may name fewer prompts than the metric has)."""
+    for ref in recorded or []:
+        ids, _, versions = ref.partition("@")
+        if any(current.get(p) is None or str(current[p]) != v for p, v in zip(ids.split("+"), versions.split("+"))):
+            return ref
+    return None
 
 
 def summarize(decisions: list[Decision]) -> dict[str, Any]:
@@ -140,8 +155,6 @@ def new_scoring_id(run_id: str, metrics: list[str]) -> str:
 
 def land_scores(q: LakeQueries, run_id: str, scored: Any, scoring_id: str) -> int:
     """Append a re-scoring's rows to the run (one atomic file under a new scoring id)."""
-    from raglake.lake.landing import scores_table
-
     table = scores_table(scored, scoring_id, dt.datetime.now(dt.timezone.utc))
     q.lake.write("scores", run_id, table, scoring_id)
     return table.num_rows
@@ -151,25 +164,18 @@ def estimate_judge_calls(stored: StoredRun, todo: list[Metric], judge_config: An
     """How many judge calls re-scoring `todo` needs: calls per (case, step), and how many of the
     first prompts of those steps are already in the ledger (free). A second prompt (claims →
     verification) depends on the first answer, so it is counted as needed."""
-    from raglake.judge.ledger import JudgeLedger, call_key
-    from raglake.judge.prompts import get_prompt
-    from raglake.judge.stage import steps_for, wanted_steps
-    from raglake.judge.steps import STEPS, CaseView
-    from raglake.lake.store import Lake
-    from raglake.metrics.context import CaseContext
-
     if judge_config is None:
         return {"calls": 0, "in_ledger": 0}
     # the lake's ledger as it is now (not the process-wide one a run judges with, which may predate calls since)
-    ledger = JudgeLedger(Lake(lake_url))
+    ledger = JudgeLedger(LakeCallStore(Lake(lake_url)))
     wanted = wanted_steps(todo)
     calls = in_ledger = 0
     for case, capture in zip(stored.cases, stored.captures):
         view = CaseView.of(case, capture, stored.config.k)
         for step in steps_for(CaseContext(case, capture, stored.config), wanted):
-            calls += len(STEPS[step].prompts)
-            first = get_prompt(STEPS[step].prompts[0])
-            values = STEPS[step].values(view)
+            calls += len(step.prompts)
+            first = get_prompt(step.prompts[0])
+            values = step.values(view)
             params = {"temperature": 0, "seed": judge_config.seed, "max_tokens": first.max_tokens}
             if ledger.lookup(call_key(judge_config.model, first.id, first.version, params, first.render(values))):
                 in_ledger += 1

@@ -8,14 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raglake.anchors import heading_string
+from raglake.embed.encoders import default_encoder
+from raglake.lake.tables import TABLES
 from raglake.metrics.context import CaseContext, Label, ScoringConfig
-from raglake.metrics.registry import Metric, Score
+from raglake.metrics.registry import Metric, Score, get_metric
+from raglake.pipeline.embedding import needs_embedder, prepare_embeddings
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
-SCORE_COLUMNS = ("case_id", "metric", "value", "status", "reason", "metric_version", "label_source", "embedder",
-                 "judge_model", "prompt_id", "prompt_version", "judge_call")
-LABEL_COLUMNS = ("case_id", "level", "rank", "label", "value", "label_source")
-CHUNK_COLUMNS = ("case_id", "rank", "rel_path", "heading_path", "text", "score", "chunk_id", "in_top_k", "matched_supports")
+# the lake's schemas are the one definition of these columns; landing adds a scoring's id and time to scores
+SCORING_COLUMNS = ("scoring_id", "scored_at")
+SCORE_COLUMNS = tuple(n for n in TABLES["scores"].schema.names if n not in SCORING_COLUMNS)
+LABEL_COLUMNS = tuple(TABLES["labels"].schema.names)
+CHUNK_COLUMNS = tuple(TABLES["chunks"].schema.names)
 
 
 def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
@@ -53,14 +57,9 @@ def score_one(case: GoldenCase, capture: Capture, metric: str, *, k: int = 5, re
               encoder: Any = None, **settings: Any) -> Score:
     """One metric for one case (handy in notebooks and tests); embedding metrics use `encoder`, or
     the default embedder without a disk cache."""
-    from raglake.embed.prepare import needs_embedder, prepare_embeddings
-    from raglake.metrics.registry import get_metric
-
     metrics = [get_metric(metric)]
     config = ScoringConfig(k=k, require_snippets=require_snippets, **settings)
     if encoder is None and needs_embedder(metrics):
-        from raglake.embed.prepare import default_encoder
-
         encoder = default_encoder()
     embeddings = prepare_embeddings([(case, capture)], metrics, config, encoder)
     ctx = CaseContext(case, capture, config, embeddings=embeddings)
@@ -123,9 +122,7 @@ def score_batch(
     """Scores (one row per case × metric), labels and chunks of a batch of (case, capture) pairs.
 
     `encoder` (a raglake.embed.cache.TextEncoder) is needed when embedding metrics are among `metrics`;
-    `judge` holds the judge stage's outcomes (case id -> step -> StepOutcome), None when no judge is configured."""
-    from raglake.embed.prepare import prepare_embeddings
-
+    `judge` holds the judge stage's outcomes (case id -> step name -> StepOutcome), None when no judge is configured."""
     pairs = list(pairs)
     embeddings = prepare_embeddings(pairs, metrics, config, encoder, idf)
     batch = ScoredBatch()

@@ -1,7 +1,7 @@
 """`raglake report`: one self-contained HTML file about a run (and its comparison with a baseline),
 and the Markdown / table summaries the flow publishes as Prefect artifacts.
 
-    data = gather(LakeQueries(lake), run_id, against=baseline_id)   # raglake.report.data
+    data = gather(open_lake(lake), run_id, against=baseline_id)   # raglake.report.data
     write(data, "report.html")                                      # raglake.report.html
 """
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from raglake.analysis import LakeQueries
+from raglake.metrics.registry import all_metrics
 from raglake.report.data import comparison, headline_rows, run_info
 
 ARTIFACT_FAMILIES = ("retrieval", "abstention", "embedding", "judge")
-FIGURES = ("error_rate", "timeout_rate", "empty_response_rate", "latency_p50_ms", "latency_p95_ms",
-           "judge_calls", "judge_cost_usd")
 MAX_SLICE_LINES = 10
 
 
@@ -54,7 +53,8 @@ def summary_markdown(q: LakeQueries, run_id: str, against: str | None = None, *,
         arrow = "" if r["higher_is_better"] is None else (" ↑" if r["higher_is_better"] else " ↓")
         lines.append(f"| `{r['metric']}`{arrow} | {r['family']} | {r['n']} | {_md(r['mean'])} | "
                      f"[{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {r['not_scored']} |")
-    figures = [f for f in q.figures([run_id]) if f["metric"] in FIGURES and f["stage"] in (None, "total")]
+    shown = {m.name for m in all_metrics(level="run") if m.headline}
+    figures = [f for f in q.figures([run_id]) if f["metric"] in shown and f["stage"] in (None, "total")]
     if figures:
         lines += ["", "**Run figures:** " + " · ".join(
             f"{f['metric']}{'' if f['stage'] is None else ' (' + f['stage'] + ')'} {_md(f['value'])}" for f in figures)]
@@ -70,13 +70,14 @@ def _comparison_lines(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: 
     lines = ["", f"## Against `{baseline_id}` · {_md(cmp.baseline['target_name'])}", "",
              f"{len(worse)} metric(s) worse, {len(better)} better overall (95% paired bootstrap CI excludes 0)."
              + (" **The index changed between the runs.**" if cmp.index_changed else ""), "",
-             "| metric | pairs | baseline | candidate | Δ | 95% CI | verdict |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| metric | pairs | baseline | candidate | Δ | 95% CI | verdict |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in cmp.overall:
         if r["family"] not in ARTIFACT_FAMILIES:
             continue
         verdict = "**worse**" if r["regression"] else "better" if r["improvement"] else "no clear change"
-        lines.append(f"| `{r['metric']}` | {r['n_pairs']} | {_md(r['mean_a'])} | {_md(r['mean_b'])} | {_md(r['diff'])} | "
-                     f"[{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {verdict} |")
+        lines.append(f"| `{r['metric']}` | {r['n_pairs']} | {_md(r['mean_a'])} | {_md(r['mean_b'])} | "
+                     f"{_md(r['diff'])} | [{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {verdict} |")
     slices = [r for r in cmp.flagged if r["regression"]]
     if slices:
         lines += ["", f"Slices that regressed: {cmp.n_regressed}"

@@ -13,17 +13,9 @@ from raglake.lake.query import run_query
 from raglake.metrics.registry import all_metrics
 
 BREAKDOWN_DIMENSIONS = ("category", "tag", "difficulty", "answerable")
-# the metrics charted by slice and listed by worst case, when the run has `ok` values for them
-CHART_GROUPS: dict[str, tuple[str, ...]] = {
-    "retrieval and abstention": ("recall_any_at_k", "mrr_at_k", "ndcg_at_k", "abstention_accuracy",
-                                 "hallucination_rate_unanswerable"),
-    "embedding": ("answer_correctness_emb", "answer_relevance_emb", "context_relevance", "context_sufficiency",
-                  "answer_hallucination", "bert_score_f1"),
-    "judge": ("correctness", "groundedness", "faithfulness", "factual_accuracy", "answer_relevance",
-              "context_precision", "context_recall", "answer_class_correct"),
-}
-WORST_METRICS = ("recall_any_at_k", "ndcg_at_k", "abstention_accuracy", "answer_correctness_emb",
-                 "context_sufficiency", "correctness", "groundedness", "faithfulness", "factual_accuracy")
+# the registry's headline metrics are charted by slice (grouped by family, under these titles) and its
+# worst_cases metrics listed by worst case, when the run has `ok` values for them
+CHART_TITLES = {"retrieval": "retrieval and abstention", "abstention": "retrieval and abstention"}
 MAX_WORST_METRICS = 6
 MAX_FLAGGED = 200
 NO_JUDGE_NOTE = ("{n} judge metric value(s) were skipped: no judge was configured for this run "
@@ -91,9 +83,13 @@ def headline_rows(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> tuple[l
 
 
 def _chart_groups(headline: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Title -> the run's headline metrics with `ok` values, by family in the registry's order."""
     have = {r["metric"] for r in headline if r["n"]}
-    groups = {title: [m for m in metrics if m in have] for title, metrics in CHART_GROUPS.items()}
-    return {title: metrics for title, metrics in groups.items() if metrics}
+    groups: dict[str, list[str]] = {}
+    for m in all_metrics(level="case"):
+        if m.headline and m.name in have:
+            groups.setdefault(CHART_TITLES.get(m.family, m.family), []).append(m.name)
+    return groups
 
 
 def worst_cases(q: LakeQueries, run_id: str, metrics: list[str], n: int) -> dict[str, list[dict[str, Any]]]:
@@ -133,11 +129,12 @@ def gather(q: LakeQueries, run_id: str, against: str | None = None, *, worst: in
     for by in BREAKDOWN_DIMENSIONS:
         slices[by] = [r for r in q.metric_ci(run_id, by, n_boot=n_boot) if r["metric"] in charted]
     have = {r["metric"] for r in headline}
-    worst_metrics = [m for m in WORST_METRICS if m in have][:MAX_WORST_METRICS]
+    worst_metrics = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have]
     data = ReportData(run=info, headline=headline, unscored=unscored, slices=slices, chart_groups=groups,
                       figures=q.figures([run_id]), coverage=q.coverage(run_id),
-                      worst=worst_cases(q, run_id, worst_metrics, worst), worst_n=worst)
-    no_judge = sum(r["n_skipped"] for r in unscored + headline if r["family"] == "judge" and r["main_reason"] == "no_judge")
+                      worst=worst_cases(q, run_id, worst_metrics[:MAX_WORST_METRICS], worst), worst_n=worst)
+    no_judge = sum(r["n_skipped"] for r in unscored + headline
+                   if r["family"] == "judge" and r["main_reason"] == "no_judge")
     if no_judge:
         data.notes.append(NO_JUDGE_NOTE.format(n=no_judge))
     budget = sum(r["n_skipped"] for r in unscored + headline if r["main_reason"] == "budget")

@@ -107,7 +107,8 @@ def check_output(path: str | Path) -> Path:
     if not path.parent.is_dir():
         raise ConfigError(f"cannot write the report to {path}: the folder {path.parent} does not exist")
     if path.is_dir():
-        raise ConfigError(f"cannot write the report to {path}: it is a folder; give a file name (e.g. {path / 'report.html'})")
+        raise ConfigError(f"cannot write the report to {path}: it is a folder; "
+                          f"give a file name (e.g. {path / 'report.html'})")
     return path
 
 

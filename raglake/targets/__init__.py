@@ -7,18 +7,16 @@ from collections.abc import Callable
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.store import Lake
 from raglake.targets.base import Target
+from raglake.targets.builtin import BuiltinTarget
+from raglake.targets.http import HttpTarget
 from raglake.targets.replay import ReplayFile, ReplayRun
 
 
 def _builtin(arg: str, lake: Lake, embedder: str | None) -> Target:
-    from raglake.targets.builtin import BuiltinTarget  # loads torch lazily, only when asked for
-
     return BuiltinTarget(arg, lake.url, embedder)
 
 
 def _http(arg: str, lake: Lake, embedder: str | None, k: int) -> Target:
-    from raglake.targets.http import HttpTarget
-
     return HttpTarget(arg, k)
 
 

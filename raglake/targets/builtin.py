@@ -16,8 +16,7 @@ from raglake.builtin.chunker import ChunkSettings
 from raglake.builtin.index import Index, IndexManifest, build_index, corpus_files, index_version
 from raglake.builtin.rag import METHOD, RagSettings, ReferenceRag
 from raglake.embed.cache import TextEncoder, default_cache_root
-from raglake.embed.model import get_embedder
-from raglake.embed.prepare import text_encoder
+from raglake.embed.encoders import get_embedder, text_encoder
 from raglake.errors import ConfigError, UnknownNameError, unexpected_error
 from raglake.golden import GoldenSet
 from raglake.schemas import Capture, GoldenCase

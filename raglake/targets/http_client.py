@@ -1,18 +1,16 @@
-"""Asking a live RAG service: one request per case under the run's concurrency limit, retries with
-exponential backoff and jitter on 5xx, 429 (honouring Retry-After), connection errors and timeouts
-(never on other 4xx), and every outcome, an unexpected exception included, turned into a capture with
-a status."""
+"""Asking a live RAG service: one request per case under the run's concurrency limit, retries
+(raglake.retrying: exponential backoff and jitter, honouring Retry-After) on 5xx, 429, connection
+errors and timeouts (never on other 4xx), and every outcome, an unexpected exception included,
+turned into a capture with a status."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import json
-import random
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -20,6 +18,7 @@ from pydantic import ValidationError
 
 from raglake import progress
 from raglake.errors import unexpected_error
+from raglake.retrying import Backoff, Failure, retry_after_seconds, retry_async
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.http_config import HttpTargetConfig, render_body
 from raglake.targets.jsonpath import MISSING, get_path
@@ -103,7 +102,8 @@ def _get(data: Any, path: str | None, what: str, kinds: tuple[type, ...]) -> Any
     if value is MISSING or value is None:
         return None
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise MappingError(f"{what} at {path!r} is a {type(value).__name__}, expected {' or '.join(k.__name__ for k in kinds)}")
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise MappingError(f"{what} at {path!r} is a {type(value).__name__}, expected {expected}")
     return value
 
 
@@ -131,21 +131,9 @@ def map_response(data: Any, config: HttpTargetConfig, case_id: str) -> dict[str,
     ]
     capture["folder_mode"] = _get(data, m.folder_mode, "folder_mode", (str,))
     capture["selected_folders"] = _get(data, m.selected_folders, "selected_folders", (list,)) or []
-    capture["latency_ms"] = {stage: _get(data, path, f"latency {stage}", (int, float)) for stage, path in m.latency_ms.items()}
+    capture["latency_ms"] = {stage: _get(data, path, f"latency {stage}", (int, float))
+                             for stage, path in m.latency_ms.items()}
     return capture
-
-
-def retry_after_seconds(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
 
 
 def _values(case: GoldenCase, k: int) -> dict[str, Any]:
@@ -158,40 +146,47 @@ async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, hea
     body = render_body(config.body, _values(case, k))
     request = {"json": body} if config.method != "GET" else {"params": body if isinstance(body, dict) else {}}
     start = time.perf_counter()
-    attempts = 0
-    while True:
-        attempts += 1
-        retry_wait: float | None = None
+    count = 0
+
+    async def attempt() -> Capture | Failure:
+        nonlocal count
+        count += 1
         try:
-            response = await client.request(config.method, config.url, headers=headers, timeout=config.timeout_s, **request)
+            response = await client.request(config.method, config.url, headers=headers, timeout=config.timeout_s,
+                                            **request)
         except httpx.TimeoutException:
-            status, error, retryable = "timeout", f"no response within {config.timeout_s:g} s", True
+            return Failure(f"no response within {config.timeout_s:g} s", True, status="timeout")
         except httpx.TransportError as e:
-            status, error, retryable = "error", f"connection error: {type(e).__name__}: {e}", True
-        else:
-            code = response.status_code
-            if code == 429 or code >= 500:
-                status, error, retryable = "error", f"HTTP {code}: {response.text[:300]}", True
-                retry_wait = retry_after_seconds(response)
-            elif code >= 400:
-                status, error, retryable = "error", f"HTTP {code}: {response.text[:300]}", False
-            else:
-                wall = (time.perf_counter() - start) * 1000
-                try:
-                    fields = map_response(json_body(response), config, case.id)
-                    fields["latency_ms"]["wall"] = round(wall, 3)
-                    fields["attempts"] = attempts
-                    return Capture.model_validate(fields)
-                except MalformedBody as e:
-                    status, error, retryable = "error", f"malformed JSON response: {e}", False
-                except (MappingError, ValidationError) as e:
-                    status, error, retryable = "error", f"response does not map onto a capture: {e}", False
-        if not retryable or attempts > config.retries:
-            wall = round((time.perf_counter() - start) * 1000, 3)
-            return Capture(case_id=case.id, status=status, error=f"{error} (after {attempts} attempt(s))",
-                           method=config.name, attempts=attempts, latency_ms={"wall": wall})
-        backoff = min(config.max_backoff_s, config.backoff_s * 2 ** (attempts - 1)) * (0.5 + random.random())
-        await sleep(max(backoff, retry_wait or 0.0))
+            return Failure(f"connection error: {type(e).__name__}: {e}", True)
+        return _capture(response, config, case, start, count)
+
+    outcome, attempts = await retry_async(attempt, Backoff(config.retries, config.backoff_s, config.max_backoff_s),
+                                          sleep=sleep)
+    if isinstance(outcome, Capture):
+        return outcome
+    wall = round((time.perf_counter() - start) * 1000, 3)
+    return Capture(case_id=case.id, status=outcome.status, error=f"{outcome.error} (after {attempts} attempt(s))",
+                   method=config.name, attempts=attempts, latency_ms={"wall": wall})
+
+
+def _capture(response: httpx.Response, config: HttpTargetConfig, case: GoldenCase, start: float,
+             attempts: int) -> Capture | Failure:
+    """The capture one response maps onto, or why it does not (5xx and 429 may be retried, nothing else)."""
+    code = response.status_code
+    if code == 429 or code >= 500:
+        return Failure(f"HTTP {code}: {response.text[:300]}", True, retry_after_seconds(response))
+    if code >= 400:
+        return Failure(f"HTTP {code}: {response.text[:300]}", False)
+    wall = (time.perf_counter() - start) * 1000
+    try:
+        fields = map_response(json_body(response), config, case.id)
+        fields["latency_ms"]["wall"] = round(wall, 3)
+        fields["attempts"] = attempts
+        return Capture.model_validate(fields)
+    except MalformedBody as e:
+        return Failure(f"malformed JSON response: {e}", False)
+    except (MappingError, ValidationError) as e:
+        return Failure(f"response does not map onto a capture: {e}", False)
 
 
 async def capture_all(config: HttpTargetConfig, cases: list[GoldenCase], k: int,

@@ -1,25 +1,22 @@
-"""What a batch of embedding metrics needs, prepared once per batch: the vector table of its texts
-(read through the run's encoder and cache) and the BERTScore of each case."""
+"""What a batch of embedding metrics needs, prepared once per batch (the pipeline's embedding stage): the
+vector table of its texts (read through the run's encoder and cache) and the BERTScore of each case.
+The models themselves come from raglake.embed.encoders."""
 
 from __future__ import annotations
 
-import threading
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from raglake.embed.bertscore import BertScore, BertScorer, idf_weights
-from raglake.embed.cache import EmbeddingCache, TextEncoder
-from raglake.embed.model import Embedder, get_embedder
+from raglake.embed.bertscore import BertScore, idf_weights
+from raglake.embed.cache import TextEncoder
+from raglake.embed.encoders import bert_scorer, text_encoder
 from raglake.embed.texts import VectorTable, collect_texts
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric
 from raglake.schemas import Capture, GoldenCase
-
-_LOCK = threading.Lock()
-_ENCODERS: dict[tuple[str, str], TextEncoder] = {}
-_SCORERS: dict[tuple[str, int | None], BertScorer] = {}
 
 
 @dataclass
@@ -44,9 +41,6 @@ class EmbeddingSpec:
 
     def cache_token(self) -> str:
         """What of the spec changes scores (for cache keys): the model and the idf weights."""
-        import hashlib
-        import json
-
         idf = hashlib.sha256(json.dumps(sorted((self.idf or {}).items())).encode()).hexdigest()[:12]
         return f"{self.key}|idf:{idf if self.idf else '-'}"
 
@@ -61,31 +55,6 @@ def needs_tokens(metrics: Sequence[Metric]) -> bool:
 
 def needs_embedder(metrics: Sequence[Metric]) -> bool:
     return needs_vectors(metrics) or needs_tokens(metrics)
-
-
-def text_encoder(embedder: str | None, cache_root: str | Path | None) -> TextEncoder:
-    """The process-wide encoder for (embedder, cache folder): the builtin target and the metrics share it."""
-    model = get_embedder(embedder)
-    key = (str(model.path), str(cache_root))
-    with _LOCK:
-        if key not in _ENCODERS:
-            _ENCODERS[key] = TextEncoder(model, EmbeddingCache(cache_root, model.key))
-        return _ENCODERS[key]
-
-
-def default_encoder() -> TextEncoder:
-    return text_encoder(None, None)
-
-
-def bert_scorer(embedder: Embedder, layer: int | None) -> BertScorer:
-    with _LOCK:
-        key = (str(embedder.path), layer)
-        if key not in _SCORERS:
-            try:
-                _SCORERS[key] = BertScorer(embedder, layer)
-            except ValueError as e:
-                raise ConfigError(str(e)) from None
-        return _SCORERS[key]
 
 
 def reference_idf(encoder: TextEncoder, references: Sequence[str], layer: int | None) -> dict[int, float]:

@@ -1,0 +1,132 @@
+"""The rows a run lands, as Arrow tables of the lake's schemas: the cases (golden case and capture
+side by side), the scored batch's scores, labels and chunks, the run-level figures, the coverage and
+the `runs` row. The lake's landing commits them (raglake.lake.landing); it knows nothing of these types."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from raglake.lake.landing import land_run
+from raglake.lake.store import Lake
+from raglake.lake.tables import TABLES, to_arrow
+from raglake.metrics.registry import RunValue
+from raglake.pipeline.scoring import ScoredBatch
+from raglake.schemas import Capture, GoldenCase
+
+
+@dataclass
+class RunRecord:
+    """What the `runs` row of a run says."""
+
+    run_id: str
+    started_at: dt.datetime
+    finished_at: dt.datetime
+    target: str
+    target_kind: str
+    target_name: str
+    dataset_name: str
+    dataset_path: str
+    dataset_hash: str
+    n_cases: int
+    k: int
+    require_snippets: bool
+    code_version: str
+    metric_versions: dict[str, str]
+    config: dict[str, Any]
+    status: str = "completed"
+    embedder: str | None = None
+    judge_models: str | None = None
+    prompt_versions: dict[str, str] = field(default_factory=dict)
+    index_version: str | None = None
+    index_info: dict[str, Any] = field(default_factory=dict)
+
+    def columns(self) -> dict[str, list[Any]]:
+        row = asdict(self)
+        for key in ("metric_versions", "prompt_versions", "index_info"):
+            row[key] = json.dumps(row[key], sort_keys=True)
+        row["config_json"] = json.dumps(row.pop("config"), sort_keys=True, default=str)
+        return {k: [v] for k, v in row.items()}
+
+    def table(self) -> pa.Table:
+        """The `runs` row as a one-row table."""
+        return to_arrow(TABLES["runs"], self.columns())
+
+
+def capture_hash(capture: Capture) -> str:
+    return hashlib.sha256(capture.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _case_row(case: GoldenCase, cap: Capture) -> dict[str, Any]:
+    lat = cap.latency_ms
+    return {
+        "case_id": case.id, "question": case.question, "reference_answer": case.reference_answer,
+        "answerable": case.answerable, "category": case.category, "difficulty": case.difficulty,
+        "tags": list(case.tags), "vault": case.vault, "expected_action": case.expected_action,
+        "recency_conflict_rule": case.recency_conflict_rule, "n_gold_supports": len(case.gold_supports),
+        "gold_supports": json.dumps([s.model_dump(mode="json") for s in case.gold_supports]),
+        "metadata": json.dumps(case.metadata, default=str),
+        "method": cap.method, "capture_status": cap.status, "capture_error": cap.error,
+        "answer": cap.answer, "abstained": cap.abstained,
+        "references": json.dumps([r.model_dump(mode="json") for r in cap.references]),
+        "n_retrieved": len(cap.retrieved), "folder_mode": cap.folder_mode,
+        "selected_folders": list(cap.selected_folders),
+        "latency_folder_selection_ms": lat.folder_selection, "latency_retrieval_ms": lat.retrieval,
+        "latency_generation_ms": lat.generation, "latency_total_ms": lat.total, "latency_wall_ms": lat.wall,
+        "capture_hash": capture_hash(cap), "capture_attempts": cap.attempts,
+        "golden_case": case.model_dump_json(),
+    }
+
+
+def cases_table(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> pa.Table:
+    """One row per case: the golden case and its capture."""
+    rows = [_case_row(case, cap) for case, cap in zip(cases, captures)]
+    return to_arrow(TABLES["cases"], {name: [r[name] for r in rows] for name in rows[0]} if rows else
+                    {name: [] for name in TABLES["cases"].schema.names})
+
+
+def scores_table(scored: ScoredBatch, scoring_id: str, scored_at: dt.datetime) -> pa.Table:
+    """The batch's score rows under one scoring (its id and time on every row)."""
+    cols = dict(scored.scores)
+    n = len(cols["case_id"])
+    cols["scoring_id"] = [scoring_id] * n
+    cols["scored_at"] = [scored_at] * n
+    return to_arrow(TABLES["scores"], cols)
+
+
+def run_metrics_table(values: Sequence[RunValue], versions: dict[str, str]) -> pa.Table:
+    return to_arrow(TABLES["run_metrics"], {
+        "metric": [v.metric for v in values], "stage": [v.stage for v in values],
+        "value": [v.value for v in values], "n": [v.n for v in values], "unit": [v.unit for v in values],
+        "metric_version": [versions.get(v.metric) for v in values],
+    })
+
+
+def run_tables(run: RunRecord, cases: Sequence[GoldenCase], captures: Sequence[Capture], scored: ScoredBatch,
+               run_values: Sequence[RunValue], scoring_id: str,
+               coverage: dict[str, list[Any]] | None = None) -> dict[str, pa.Table]:
+    """Every run-partitioned table's rows for one run."""
+    tables = {
+        "cases": cases_table(cases, captures),
+        "chunks": to_arrow(TABLES["chunks"], scored.chunks),
+        "labels": to_arrow(TABLES["labels"], scored.labels),
+        "scores": scores_table(scored, scoring_id, run.finished_at),
+        "run_metrics": run_metrics_table(run_values, run.metric_versions),
+    }
+    if coverage:
+        tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
+    return tables
+
+
+def land_scored_run(lake: Lake, run: RunRecord, cases: Sequence[GoldenCase], captures: Sequence[Capture],
+                    scored: ScoredBatch, run_values: Sequence[RunValue], scoring_id: str,
+                    coverage: dict[str, list[Any]] | None = None) -> None:
+    """Build the run's rows and land them (raglake.lake.landing.land_run: the runs row last)."""
+    tables = run_tables(run, cases, captures, scored, run_values, scoring_id, coverage)
+    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems={"scores": scoring_id})
