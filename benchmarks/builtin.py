@@ -136,13 +136,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=None, help="questions timed (default 200; --quick: 50)")
     ap.add_argument("--quick", action="store_true", help="a fast smoke run: 200 notes, 50 queries")
     ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--block", type=int, default=256,
-                    help="texts per paired raw/raglake embedding block (default 256 = 4 batches)")
-    ap.add_argument("--whole", action="store_true",
-                    help="also time both over all texts in one call each (raw first): 2 more encodes of the corpus")
+    ap.add_argument(
+        "--block", type=int, default=256, help="texts per paired raw/raglake embedding block (default 256 = 4 batches)"
+    )
+    ap.add_argument(
+        "--whole",
+        action="store_true",
+        help="also time both over all texts in one call each (raw first): 2 more encodes of the corpus",
+    )
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
-    ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="also cProfile raglake's cold encode of N texts and print the top functions")
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also cProfile raglake's cold encode of N texts and print the top functions",
+    )
     args = ap.parse_args(argv)
     n_notes = args.notes or (200 if args.quick else 300)
     n_queries = args.queries or (50 if args.quick else 200)
@@ -255,70 +264,107 @@ def main(argv: list[str] | None = None) -> int:
 
     w = 80
     print("=" * w)
-    print(f"raglake builtin RAG benchmark: {n_notes:,} notes, {n_queries} queries, seed {args.seed}"
-          + (" (--quick)" if args.quick else ""))
-    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, torch "
-          f"{torch.__version__} with {torch.get_num_threads()} threads, sentence-transformers "
-          f"{sentence_transformers.__version__}")
-    print(f"embedder {embedder.name}, max_sequence {embedder.max_sequence}, batch {BATCH}; "
-          f"chunker max_tokens {settings.max_tokens}, overlap {settings.overlap_tokens}")
+    print(
+        f"raglake builtin RAG benchmark: {n_notes:,} notes, {n_queries} queries, seed {args.seed}"
+        + (" (--quick)" if args.quick else "")
+    )
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, torch "
+        f"{torch.__version__} with {torch.get_num_threads()} threads, sentence-transformers "
+        f"{sentence_transformers.__version__}"
+    )
+    print(
+        f"embedder {embedder.name}, max_sequence {embedder.max_sequence}, batch {BATCH}; "
+        f"chunker max_tokens {settings.max_tokens}, overlap {settings.overlap_tokens}"
+    )
     print("-" * w)
     print("corpus")
-    print(f"  notes {len(notes):,} in {len({r.rsplit('/', 1)[0] for r, _ in notes})} folders of 2 vaults; "
-          f"generated in {gen_s:.1f} s")
-    print(f"  chunks {n_texts:,} ({n_texts / len(notes):.1f}/note; {n_split:,} are parts of split sections; "
-          f"{len(skipped)} skipped; {distinct:,} distinct texts)")
+    print(
+        f"  notes {len(notes):,} in {len({r.rsplit('/', 1)[0] for r, _ in notes})} folders of 2 vaults; "
+        f"generated in {gen_s:.1f} s"
+    )
+    print(
+        f"  chunks {n_texts:,} ({n_texts / len(notes):.1f}/note; {n_split:,} are parts of split sections; "
+        f"{len(skipped)} skipped; {distinct:,} distinct texts)"
+    )
     print(f"  tokens/chunk min {min(tokens)}  mean {np.mean(tokens):.1f}  p95 {pct(tokens, 95):.0f}  max {max(tokens)}")
     print("-" * w)
     print("chunking (chunk_note with the embedder's count_tokens, notes preloaded)")
-    print(f"  {chunk_s:8.2f} s  {len(notes) / chunk_s:10,.0f} docs/s  {n_texts / chunk_s:10,.0f} chunks/s"
-          f"   (tokenizer {tok_s / chunk_s:.0%} of it)")
+    print(
+        f"  {chunk_s:8.2f} s  {len(notes) / chunk_s:10,.0f} docs/s  {n_texts / chunk_s:10,.0f} chunks/s"
+        f"   (tokenizer {tok_s / chunk_s:.0%} of it)"
+    )
     print("-" * w)
     raw_s = sum(r[2] for r in blocks)
     rl_s = sum(r[3] for r in blocks)
     model_s = enc1.stats.seconds_encoding
     ratio = raw_s / rl_s
     block_ratios = [r[2] / r[3] for r in blocks]
-    print(f"embedding, cold: the same {n_texts:,} texts through both, in {len(blocks)} blocks of <= {args.block}, "
-          "alternating which goes first; model warmed up on one batch first")
+    print(
+        f"embedding, cold: the same {n_texts:,} texts through both, in {len(blocks)} blocks of <= {args.block}, "
+        "alternating which goes first; model warmed up on one batch first"
+    )
     print(f"  {f'raw model.encode(batch_size={BATCH})':<37}{raw_s:8.2f} s  {n_texts / raw_s:8.1f} chunks/s")
-    print(f"  {'raglake TextEncoder (empty cache)':<37}{rl_s:8.2f} s  {n_texts / rl_s:8.1f} chunks/s   "
-          f"(encoded {enc1.stats.encoded:,})")
-    print(f"  {'  of which the model':<37}{model_s:8.2f} s;  the rest (hash, dedupe, cache get/put, stack) "
-          f"{rl_s - model_s:.2f} s = {(rl_s - model_s) / rl_s:.1%}")
-    print(f"  {'ratio raglake/raw (chunks/s)':<37}{ratio:8.3f}   goal >= {GOAL}: "
-          f"{'met' if ratio >= GOAL else 'NOT met'}")
+    print(
+        f"  {'raglake TextEncoder (empty cache)':<37}{rl_s:8.2f} s  {n_texts / rl_s:8.1f} chunks/s   "
+        f"(encoded {enc1.stats.encoded:,})"
+    )
+    print(
+        f"  {'  of which the model':<37}{model_s:8.2f} s;  the rest (hash, dedupe, cache get/put, stack) "
+        f"{rl_s - model_s:.2f} s = {(rl_s - model_s) / rl_s:.1%}"
+    )
+    print(
+        f"  {'ratio raglake/raw (chunks/s)':<37}{ratio:8.3f}   goal >= {GOAL}: {'met' if ratio >= GOAL else 'NOT met'}"
+    )
     for label, first in (("raw first", True), ("raglake first", False)):
         sel = [r for r in blocks if r[0] == first]
         if sel:
-            print(f"  {'  blocks with ' + label:<37}{sum(r[2] for r in sel) / sum(r[3] for r in sel):8.3f}   "
-                  f"({len(sel)} blocks, {sum(r[1] for r in sel):,} texts)")
-    print(f"  {'  per-block ratio min/median/max':<37}{min(block_ratios):.3f} / {pct(block_ratios, 50):.3f} / "
-          f"{max(block_ratios):.3f}   (noise)")
+            print(
+                f"  {'  blocks with ' + label:<37}{sum(r[2] for r in sel) / sum(r[3] for r in sel):8.3f}   "
+                f"({len(sel)} blocks, {sum(r[1] for r in sel):,} texts)"
+            )
+    print(
+        f"  {'  per-block ratio min/median/max':<37}{min(block_ratios):.3f} / {pct(block_ratios, 50):.3f} / "
+        f"{max(block_ratios):.3f}   (noise)"
+    )
     print(f"  {'max |raglake - raw| over all vectors':<37}{diff1:8.1e}")
     if whole:
         w_raw, w_rl, w_model = whole
-        print(f"  --whole: one call each, raw first:  raw {n_texts / w_raw:.1f} chunks/s, raglake {n_texts / w_rl:.1f} "
-              f"chunks/s (model {w_model:.2f} of {w_rl:.2f} s), ratio {w_raw / w_rl:.3f}")
+        print(
+            f"  --whole: one call each, raw first:  raw {n_texts / w_raw:.1f} chunks/s, raglake {n_texts / w_rl:.1f} "
+            f"chunks/s (model {w_model:.2f} of {w_rl:.2f} s), ratio {w_raw / w_rl:.3f}"
+        )
     print("-" * w)
     print("warm rebuild (build_index end to end: new TextEncoder on the same cache folder)")
-    print(f"  {warm_s:8.2f} s  encoded {warm_encoded} texts ({'OK' if warm_encoded == 0 else 'EXPECTED 0'}), "
-          f"{warm_cached:,} from cache; same chunks as the cold pass: {'yes' if same_chunks else 'NO'}")
+    print(
+        f"  {warm_s:8.2f} s  encoded {warm_encoded} texts ({'OK' if warm_encoded == 0 else 'EXPECTED 0'}), "
+        f"{warm_cached:,} from cache; same chunks as the cold pass: {'yes' if same_chunks else 'NO'}"
+    )
     print(f"  {warm_s / (rl_s + chunk_s):8.3f} x the cold cost (raglake encode + chunking)")
     print("-" * w)
-    print(f"queries ({n_queries}, top_k {TOP_K}, folder_mode off, {len(index.chunks):,} chunks; "
-          "5 warm-up queries untimed)")
+    print(
+        f"queries ({n_queries}, top_k {TOP_K}, folder_mode off, {len(index.chunks):,} chunks; "
+        "5 warm-up queries untimed)"
+    )
     print(f"  {'':36}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
-    for label, vals in (("encode question: raw model.encode", raw_q_ms), ("encode question: TextEncoder", enc_ms),
-                        ("_search top-5", search_ms), ("TextEncoder encode + _search", retr_ms),
-                        ("rag.query (select+search+answer)", query_ms),
-                        ("  its answer stage (latency_ms)", answer_ms)):
+    for label, vals in (
+        ("encode question: raw model.encode", raw_q_ms),
+        ("encode question: TextEncoder", enc_ms),
+        ("_search top-5", search_ms),
+        ("TextEncoder encode + _search", retr_ms),
+        ("rag.query (select+search+answer)", query_ms),
+        ("  its answer stage (latency_ms)", answer_ms),
+    ):
         print(f"  {label:<36}{pct(vals, 50):9.2f}{pct(vals, 95):9.2f}{max(vals):9.2f}")
-    print(f"  source chunk in top-{TOP_K}: {hits / n_queries:.0%}, source note: {note_hits / n_queries:.0%} "
-          f"(a sanity check on templated text); rag.query abstained on {abstained}/{n_queries}")
+    print(
+        f"  source chunk in top-{TOP_K}: {hits / n_queries:.0%}, source note: {note_hits / n_queries:.0%} "
+        f"(a sanity check on templated text); rag.query abstained on {abstained}/{n_queries}"
+    )
     print("-" * w)
-    print(f"total {total_s:.1f} s; load average {load_start:.2f} at the start, {load_end[0]:.2f} at the end "
-          f"({load_end[2]:.2f} over 15 min) on {os.cpu_count()} CPUs: other processes' load skews absolute figures")
+    print(
+        f"total {total_s:.1f} s; load average {load_start:.2f} at the start, {load_end[0]:.2f} at the end "
+        f"({load_end[2]:.2f} over 15 min) on {os.cpu_count()} CPUs: other processes' load skews absolute figures"
+    )
     print("=" * w)
     if profile_text:
         print(f"cProfile of raglake's cold encode of {min(args.profile, n_texts):,} texts:")

@@ -8,45 +8,72 @@ import random
 from pathlib import Path
 
 FOLDERS = {  # folder -> topic vocabulary key; '' is a note at the vault root
-    "work/projects": "eng", "work/meetings": "meet", "work/oncall": "eng", "work/hiring": "meet", "work": "meet",
-    "personal/travel": "travel", "personal/recipes": "food", "personal/finance": "money", "personal": "travel",
+    "work/projects": "eng",
+    "work/meetings": "meet",
+    "work/oncall": "eng",
+    "work/hiring": "meet",
+    "work": "meet",
+    "personal/travel": "travel",
+    "personal/recipes": "food",
+    "personal/finance": "money",
+    "personal": "travel",
 }
 VOCAB = {
     "eng": dict(
         noun="service database migration pipeline dashboard cluster deploy rollback schema queue cache endpoint "
-             "replica index alert runbook release branch API latency budget shard worker scheduler gateway".split(),
+        "replica index alert runbook release branch API latency budget shard worker scheduler gateway".split(),
         verb="refactor migrate monitor deploy benchmark profile document review split merge archive "
-             "throttle retry validate rotate upgrade".split(),
+        "throttle retry validate rotate upgrade".split(),
         adj="flaky slow critical legacy stable noisy partitioned read-only idle overloaded brittle "
-            "experimental deprecated redundant".split()),
+        "experimental deprecated redundant".split(),
+    ),
     "meet": dict(
         noun="agenda roadmap headcount interview candidate rubric offer retro standup budget quarter "
-             "milestone risk decision proposal stakeholder review feedback deadline owner".split(),
+        "milestone risk decision proposal stakeholder review feedback deadline owner".split(),
         verb="approve postpone escalate schedule summarise assign revisit clarify prioritise draft "
-             "circulate negotiate confirm".split(),
+        "circulate negotiate confirm".split(),
         adj="urgent tentative contested final quarterly cross-team senior junior open pending blocked "
-            "optional mandatory".split()),
+        "optional mandatory".split(),
+    ),
     "travel": dict(
         noun="train ferry hostel itinerary passport museum harbour valley trail visa booking luggage "
-             "market cathedral village station border coast campsite".split(),
+        "market cathedral village station border coast campsite".split(),
         verb="book cancel explore hike visit photograph rebook pack reserve cross wander".split(),
-        adj="crowded scenic overnight cheap rainy remote coastal historic quiet delayed sunny".split()),
+        adj="crowded scenic overnight cheap rainy remote coastal historic quiet delayed sunny".split(),
+    ),
     "food": dict(
         noun="dough broth marinade oven skillet sourdough risotto spice garlic lentils stock pastry "
-             "butter glaze sauce starter batch".split(),
+        "butter glaze sauce starter batch".split(),
         verb="knead simmer roast whisk fold season proof reduce braise chill toast".split(),
-        adj="crispy tender smoky bitter fragrant silky dense tangy golden".split()),
+        adj="crispy tender smoky bitter fragrant silky dense tangy golden".split(),
+    ),
     "money": dict(
         noun="mortgage invoice pension budget savings account dividend tax return receipt insurance "
-             "premium allowance transfer deposit loan".split(),
+        "premium allowance transfer deposit loan".split(),
         verb="file reconcile transfer cancel renew deduct claim invest audit consolidate".split(),
-        adj="annual monthly fixed variable overdue deductible outstanding joint".split()),
+        adj="annual monthly fixed variable overdue deductible outstanding joint".split(),
+    ),
 }
 NAMES = "Lena Jonas Elif Aisha Tomasz Marta Sven Olga Priya Mateo Ines Kofi Hana Bruno Yusuf Greta".split()
 DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 MONTHS = "January February March April May June July August September October November December".split()
-SECTION_TITLES = ("Background", "Goals", "Open questions", "Decisions", "Next steps", "Notes", "Risks",
-                  "Timeline", "Details", "Lessons", "Follow-up", "Summary", "Costs", "People", "Ideas")
+SECTION_TITLES = (
+    "Background",
+    "Goals",
+    "Open questions",
+    "Decisions",
+    "Next steps",
+    "Notes",
+    "Risks",
+    "Timeline",
+    "Details",
+    "Lessons",
+    "Follow-up",
+    "Summary",
+    "Costs",
+    "People",
+    "Ideas",
+)
 TEMPLATES = (
     "The {adj} {noun} {past} the {noun2} after the review on {day}.",
     "We agreed to {verb} the {noun} before {month}, because the {noun2} was {adj}.",
@@ -81,9 +108,20 @@ def _sentence(rng: random.Random, v: dict) -> str:
     n1, n2 = rng.sample(v["noun"], 2)
     a, b = rng.sample(NAMES, 2)
     adj, verb = rng.choice(v["adj"]), rng.choice(v["verb"])
-    s = t.format(adj=adj, a_adj=("an " if adj[0] in "aeiou" else "a ") + adj, noun=n1, noun2=n2, verb=verb,
-                 past=_past(verb), name=a, name2=b, day=rng.choice(DAYS), month=rng.choice(MONTHS),
-                 date=rng.randint(1, 28), num=rng.randint(2, 95))
+    s = t.format(
+        adj=adj,
+        a_adj=("an " if adj[0] in "aeiou" else "a ") + adj,
+        noun=n1,
+        noun2=n2,
+        verb=verb,
+        past=_past(verb),
+        name=a,
+        name2=b,
+        day=rng.choice(DAYS),
+        month=rng.choice(MONTHS),
+        date=rng.randint(1, 28),
+        num=rng.randint(2, 95),
+    )
     return s[0].upper() + s[1:]
 
 
@@ -110,8 +148,17 @@ def make_note(rng: random.Random, i: int, folder: str) -> str:
     v = VOCAB[FOLDERS[folder]]
     title = f"{rng.choice(v['adj']).capitalize()} {rng.choice(v['noun'])} {i:05d}"
     tags = ", ".join(sorted(set(rng.sample(v["noun"], 3))))
-    lines = ["---", f"title: {title}", f"date: 2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-             f"tags: [{tags}]", "---", "", f"# {title}", "", _prose(rng, v, rng.randint(1, 3))]
+    lines = [
+        "---",
+        f"title: {title}",
+        f"date: 2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+        f"tags: [{tags}]",
+        "---",
+        "",
+        f"# {title}",
+        "",
+        _prose(rng, v, rng.randint(1, 3)),
+    ]
     level = 1  # the first section is an H2
     for _ in range(rng.randint(3, 8)):
         level = rng.choice(range(2, min(level, 3) + 2))  # a sibling, a child (down to ####) or back up to ##

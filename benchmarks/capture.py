@@ -102,8 +102,19 @@ def main() -> None:
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
     else:
-        command = [sys.executable, __file__, "--serve", "--port", str(port), "--corpus", args.corpus,
-                   "--latency-ms", str(args.latency_ms), "--profile", str(args.profile)]
+        command = [
+            sys.executable,
+            __file__,
+            "--serve",
+            "--port",
+            str(port),
+            "--corpus",
+            args.corpus,
+            "--latency-ms",
+            str(args.latency_ms),
+            "--profile",
+            str(args.profile),
+        ]
         proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     passes: list[dict[str, Any]] = []
     try:
@@ -111,22 +122,40 @@ def main() -> None:
         startup_s = time.perf_counter() - t_start
         tmp = Path(tempfile.mkdtemp(prefix="raglake-capture-bench-"))
         config = yaml.safe_load(DEMO_CONFIG.read_text())
-        config.update(url=f"http://127.0.0.1:{port}/debug/query", manifest_url=f"http://127.0.0.1:{port}/debug/index",
-                      concurrency=args.concurrency)
+        config.update(
+            url=f"http://127.0.0.1:{port}/debug/query",
+            manifest_url=f"http://127.0.0.1:{port}/debug/index",
+            concurrency=args.concurrency,
+        )
         (tmp / "bench.yaml").write_text(yaml.safe_dump(config))
         target = HttpTarget(str(tmp / "bench.yaml"))
         sample = load_golden(SAMPLE).cases
-        cases = [GoldenCase(id=f"bench-{i:05d}", question=sample[i % len(sample)].question,
-                            vault=sample[i % len(sample)].vault, category=sample[i % len(sample)].category)
-                 for i in range(args.cases)]
+        cases = [
+            GoldenCase(
+                id=f"bench-{i:05d}",
+                question=sample[i % len(sample)].question,
+                vault=sample[i % len(sample)].vault,
+                category=sample[i % len(sample)].category,
+            )
+            for i in range(args.cases)
+        ]
         bodies = [render_body(target.config.body, _values(c, target.k)) for c in cases]
         target.capture([c.model_copy(update={"id": f"warm-{c.id}"}) for c in cases[: 2 * args.concurrency]])
         asyncio.run(bare_capture(target.config.url, bodies[: 2 * args.concurrency], args.concurrency))
         for r in range(args.repeat):
             order = ("raglake", "bare") if r % 2 == 0 else ("bare", "raglake")
             for kind in order:
-                passes.append(run_pass(kind, target, cases, bodies, args, port, profile=bool(args.profile) and r == 0
-                                       and kind == "raglake"))
+                passes.append(
+                    run_pass(
+                        kind,
+                        target,
+                        cases,
+                        bodies,
+                        args,
+                        port,
+                        profile=bool(args.profile) and r == 0 and kind == "raglake",
+                    )
+                )
         parts = client_parts(target, cases, port)
     finally:
         if proc is not None:
@@ -143,12 +172,16 @@ def main() -> None:
         load = "?"
     w = 100
     print("=" * w)
-    print(f"raglake capture benchmark: {args.cases:,} cases, concurrency {args.concurrency}, {args.latency_ms:g} ms "
-          f"injected latency; ideal {ideal:.0f} cases/s; "
-          f"server {'in-process' if args.in_process else 'in a subprocess'}")
-    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, load average {load}; "
-          f"journal {'off' if args.no_journal else 'on'}; server ready after {startup_s:.1f} s"
-          + ("; PROFILED first raglake pass" if args.profile else ""))
+    print(
+        f"raglake capture benchmark: {args.cases:,} cases, concurrency {args.concurrency}, {args.latency_ms:g} ms "
+        f"injected latency; ideal {ideal:.0f} cases/s; "
+        f"server {'in-process' if args.in_process else 'in a subprocess'}"
+    )
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, load average {load}; "
+        f"journal {'off' if args.no_journal else 'on'}; server ready after {startup_s:.1f} s"
+        + ("; PROFILED first raglake pass" if args.profile else "")
+    )
     print("-" * w)
     for p in passes:
         report(p, args, ideal, args.in_process)
@@ -158,14 +191,20 @@ def main() -> None:
     bare = [p for p in passes if p["kind"] == "bare"]
     rate = lambda ps: sum(p["n"] for p in ps) / sum(p["seconds"] for p in ps)  # noqa: E731
     cpu = lambda ps: sum(p["cpu_s"] for p in ps) / sum(p["n"] for p in ps) * 1000  # noqa: E731
-    print(f"{'raglake HttpTarget: achieved':<44}{rate(mine):8.1f} cases/s   ratio to ideal {rate(mine) / ideal:.3f} "
-          f"(goal >= 0.8)")
-    print(f"{'bare httpx, same requests: achieved':<44}{rate(bare):8.1f} cases/s   "
-          f"ratio to ideal {rate(bare) / ideal:.3f}")
+    print(
+        f"{'raglake HttpTarget: achieved':<44}{rate(mine):8.1f} cases/s   ratio to ideal {rate(mine) / ideal:.3f} "
+        f"(goal >= 0.8)"
+    )
+    print(
+        f"{'bare httpx, same requests: achieved':<44}{rate(bare):8.1f} cases/s   "
+        f"ratio to ideal {rate(bare) / ideal:.3f}"
+    )
     raglake_ms = sum(v for k, v in parts.items() if not k.startswith("_"))
-    print(f"{'client+server' if args.in_process else 'client'} CPU per case: raglake pass {cpu(mine):.2f} ms, "
-          f"bare pass {cpu(bare):.2f} ms; "
-          f"raglake's own steps {raglake_ms:.2f} ms (responses of {parts['_bytes'] / 1024:.1f} KiB):")
+    print(
+        f"{'client+server' if args.in_process else 'client'} CPU per case: raglake pass {cpu(mine):.2f} ms, "
+        f"bare pass {cpu(bare):.2f} ms; "
+        f"raglake's own steps {raglake_ms:.2f} ms (responses of {parts['_bytes'] / 1024:.1f} KiB):"
+    )
     print("  " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items() if not k.startswith("_")))
     print("=" * w)
     for p in passes:

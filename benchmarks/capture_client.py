@@ -50,6 +50,7 @@ async def bare_capture(url: str, bodies: list[dict[str, Any]], concurrency: int)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     slots = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(limits=limits) as client:
+
         async def one(body: dict[str, Any]) -> float:
             async with slots:
                 t = time.perf_counter()
@@ -94,8 +95,9 @@ def client_parts(target: Any, cases: list, port: int, n: int = 1000) -> dict[str
     }
 
 
-def run_pass(kind: str, target: Any, cases: list, bodies: list, args: argparse.Namespace, port: int,
-             profile: bool) -> dict[str, Any]:
+def run_pass(
+    kind: str, target: Any, cases: list, bodies: list, args: argparse.Namespace, port: int, profile: bool
+) -> dict[str, Any]:
     import httpx
 
     from raglake.targets.journal import CaptureJournal
@@ -122,9 +124,18 @@ def run_pass(kind: str, target: Any, cases: list, bodies: list, args: argparse.N
         profiler.disable()
     seconds = time.perf_counter() - t0
     run1, wait1 = sched_seconds()
-    out = {"kind": kind, "seconds": seconds, "n": len(cases), "walls": walls, "statuses": statuses,
-           "cpu_s": cpu_seconds() - cpu0, "run_s": run1 - sched0[0], "wait_s": wait1 - sched0[1],
-           "server": httpx.get(f"{base}/bench/stats", timeout=60).json(), "profile": None}
+    out = {
+        "kind": kind,
+        "seconds": seconds,
+        "n": len(cases),
+        "walls": walls,
+        "statuses": statuses,
+        "cpu_s": cpu_seconds() - cpu0,
+        "run_s": run1 - sched0[0],
+        "wait_s": wait1 - sched0[1],
+        "server": httpx.get(f"{base}/bench/stats", timeout=60).json(),
+        "profile": None,
+    }
     if profiler:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(args.profile)
@@ -138,16 +149,25 @@ def report(p: dict[str, Any], args: argparse.Namespace, ideal: float, in_process
     walls, server_walls = p["walls"], s["walls_ms"]
     in_flight = rate * (sum(walls) / len(walls)) / 1000
     server_n = max(1, s["requests"])
-    print(f"{p['kind']:<8} {n:,} cases in {p['seconds']:.2f} s: {rate:7.1f} cases/s = {rate / ideal:.3f} of ideal"
-          f"   statuses {p['statuses']}")
-    print(f"  wall per request, client p50/p95 {pct(walls, 50):7.1f} / {pct(walls, 95):7.1f} ms"
-          f"   server {pct(server_walls, 50):6.1f} / {pct(server_walls, 95):6.1f} ms"
-          f"   (server minus latency {pct(server_walls, 50) - lat:.1f} / {pct(server_walls, 95) - lat:.1f})")
+    print(
+        f"{p['kind']:<8} {n:,} cases in {p['seconds']:.2f} s: {rate:7.1f} cases/s = {rate / ideal:.3f} of ideal"
+        f"   statuses {p['statuses']}"
+    )
+    print(
+        f"  wall per request, client p50/p95 {pct(walls, 50):7.1f} / {pct(walls, 95):7.1f} ms"
+        f"   server {pct(server_walls, 50):6.1f} / {pct(server_walls, 95):6.1f} ms"
+        f"   (server minus latency {pct(server_walls, 50) - lat:.1f} / {pct(server_walls, 95) - lat:.1f})"
+    )
     who = "client+server" if in_process else "client"
-    print(f"  CPU per request: {who} {p['cpu_s'] / n * 1000:5.2f} ms"
-          + ("" if in_process else f", server {s['cpu_s'] / server_n * 1000:5.2f} ms")
-          + f"   busy: {who} {p['cpu_s'] / p['seconds']:.0%} of a core"
-          + ("" if in_process else f", server {s['cpu_s'] / s['seconds']:.0%}"))
-    print(f"  waiting for a CPU while runnable: {who} {p['wait_s']:.1f} s"
-          + ("" if in_process else f", server {s['wait_s']:.1f} s") + f" over {p['seconds']:.1f} s"
-          f"   in flight (Little) {in_flight:.1f} of {args.concurrency}")
+    print(
+        f"  CPU per request: {who} {p['cpu_s'] / n * 1000:5.2f} ms"
+        + ("" if in_process else f", server {s['cpu_s'] / server_n * 1000:5.2f} ms")
+        + f"   busy: {who} {p['cpu_s'] / p['seconds']:.0%} of a core"
+        + ("" if in_process else f", server {s['cpu_s'] / s['seconds']:.0%}")
+    )
+    print(
+        f"  waiting for a CPU while runnable: {who} {p['wait_s']:.1f} s"
+        + ("" if in_process else f", server {s['wait_s']:.1f} s")
+        + f" over {p['seconds']:.1f} s"
+        f"   in flight (Little) {in_flight:.1f} of {args.concurrency}"
+    )

@@ -37,7 +37,6 @@ def sched_seconds(pid: int | str = "self") -> tuple[float, float]:
     return run / 1e9, wait / 1e9
 
 
-
 class Timed:
     """ASGI wrapper around the demo app: each query's time in the app (arrival to last body byte),
     and the server process's CPU and run-queue wait between /bench/reset and /bench/stats."""
@@ -54,8 +53,13 @@ class Timed:
 
     async def _json(self, send: Any, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": data})
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -76,10 +80,18 @@ class Timed:
                 pstats.Stats(self.profiler, stream=out).sort_stats("tottime").print_stats(30)
                 text, self.profiler = out.getvalue(), None
             run, wait = sched_seconds()
-            return await self._json(send, {
-                "requests": len(self.walls), "walls_ms": self.walls, "cpu_s": cpu_seconds() - self.cpu0,
-                "run_s": run - self.sched0[0], "wait_s": wait - self.sched0[1],
-                "seconds": time.perf_counter() - self.t0, "profile": text})
+            return await self._json(
+                send,
+                {
+                    "requests": len(self.walls),
+                    "walls_ms": self.walls,
+                    "cpu_s": cpu_seconds() - self.cpu0,
+                    "run_s": run - self.sched0[0],
+                    "wait_s": wait - self.sched0[1],
+                    "seconds": time.perf_counter() - self.t0,
+                    "profile": text,
+                },
+            )
         t = time.perf_counter()
         await self.app(scope, receive, send)
         if path == "/debug/query":

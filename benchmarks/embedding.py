@@ -104,8 +104,9 @@ def fmt_row(label: str, seconds: float, extra: str = "") -> str:
 
 def run_timing(args, embedder, out: list[str]) -> None:
     t0 = time.perf_counter()
-    cases, captures, golden, chunks, available = load_inputs(embedder, args.cases, args.chunks, args.seed,
-                                                              args.distinct_chunks)
+    cases, captures, golden, chunks, available = load_inputs(
+        embedder, args.cases, args.chunks, args.seed, args.distinct_chunks
+    )
     pairs = build_pairs(cases, captures)
     gen_s = time.perf_counter() - t0
     config = ScoringConfig(k=args.chunks)
@@ -115,8 +116,12 @@ def run_timing(args, embedder, out: list[str]) -> None:
     # warm-up: the model, torch's kernels, the scoring path (imports), BERTScore's scorer
     embedder.model.encode([c.text for c in chunks[:64]], batch_size=64, normalize_embeddings=True)
     raglake_stage(pairs[:20], embedder, metrics, config, None)
-    score_batch(pairs[:8], [get_metric("bert_score_f1")], config,
-                encoder=TextEncoder(embedder, EmbeddingCache(None, embedder.key)))
+    score_batch(
+        pairs[:8],
+        [get_metric("bert_score_f1")],
+        config,
+        encoder=TextEncoder(embedder, EmbeddingCache(None, embedder.key)),
+    )
 
     distinct = collect_texts(pairs, config.k)
     kinds = {
@@ -130,7 +135,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
 
     raw_times, mem_runs = [], []
     for rep in range(args.repeat):  # interleaved, the order alternating, so drift in load hits both
-        for which in ((0, 1) if rep % 2 == 0 else (1, 0)):
+        for which in (0, 1) if rep % 2 == 0 else (1, 0):
             gc.collect()
             if which == 0:
                 raw_times.append(raw_encode(embedder, distinct))
@@ -159,9 +164,14 @@ def run_timing(args, embedder, out: list[str]) -> None:
     bert_scored = ScoredBatch()
     for start in range(0, n, BATCH):
         part = pairs[start : start + BATCH]
-        bert_texts += len({t for c, x in part
-                           if x.answer.strip() and (c.reference_answer or "").strip() and not x.failed
-                           for t in (x.answer, c.reference_answer)})
+        bert_texts += len(
+            {
+                t
+                for c, x in part
+                if x.answer.strip() and (c.reference_answer or "").strip() and not x.failed
+                for t in (x.answer, c.reference_answer)
+            }
+        )
         bert_scored.extend(score_batch(part, [get_metric("bert_score_f1")], config, encoder=bert_encoder))
     bert_s = time.perf_counter() - t0
     bert_ok = [v for v, s in zip(bert_scored.scores["value"], bert_scored.scores["status"]) if s == "ok"]
@@ -181,62 +191,114 @@ def run_timing(args, embedder, out: list[str]) -> None:
     # ---- print ----
     w = 100
     out.append("=" * w)
-    out.append(f"raglake embedding benchmark: {n:,} cases x {args.chunks} chunks (k={config.k}), seed {args.seed}; "
-               f"embedder {embedder.key}")
-    out.append(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, torch threads "
-               f"{_torch_threads()}, load average {os.getloadavg()[0]:.2f} at the end (shared machine)")
-    out.append(f"inputs built in {gen_s:.1f} s from {len(golden)} sample golden cases and {available} corpus chunks "
-               f"({len(chunks)} with sentences used)")
-    out.append(f"  distinct texts raglake needs: {len(distinct):,} (of {requested:,} text slots: "
-               f"{len(kinds['questions']):,} questions, {len(kinds['answers']):,} answers, "
-               f"{len(kinds['references']):,} references, {len(kinds['chunks']):,} chunks for {chunk_slots:,} "
-               f"retrieved slots, plus answer sentences)")
+    out.append(
+        f"raglake embedding benchmark: {n:,} cases x {args.chunks} chunks (k={config.k}), seed {args.seed}; "
+        f"embedder {embedder.key}"
+    )
+    out.append(
+        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, torch threads "
+        f"{_torch_threads()}, load average {os.getloadavg()[0]:.2f} at the end (shared machine)"
+    )
+    out.append(
+        f"inputs built in {gen_s:.1f} s from {len(golden)} sample golden cases and {available} corpus chunks "
+        f"({len(chunks)} with sentences used)"
+    )
+    out.append(
+        f"  distinct texts raglake needs: {len(distinct):,} (of {requested:,} text slots: "
+        f"{len(kinds['questions']):,} questions, {len(kinds['answers']):,} answers, "
+        f"{len(kinds['references']):,} references, {len(kinds['chunks']):,} chunks for {chunk_slots:,} "
+        f"retrieved slots, plus answer sentences)"
+    )
     out.append("-" * w)
     rep = f" (fastest of {args.repeat}: {', '.join(f'{t:.2f}' for t, _ in raw_times)})" if args.repeat > 1 else ""
-    out.append(fmt_row("(1) raw model.encode of the distinct texts once", raw_s,
-                       f"{len(distinct) / raw_s:,.0f} texts/s, cpu {raw_cpu:.2f} s{rep}"))
-    rep = (f" (fastest of {args.repeat}: {', '.join(f'{r.total:.2f}' for r in mem_runs)})" if args.repeat > 1 else "")
-    out.append(fmt_row("(2) raglake stage, in-memory cache", mem.total,
-                       f"{n / mem.total:,.0f} cases/s, cpu {mem.cpu:.2f} s{rep}"))
+    out.append(
+        fmt_row(
+            "(1) raw model.encode of the distinct texts once",
+            raw_s,
+            f"{len(distinct) / raw_s:,.0f} texts/s, cpu {raw_cpu:.2f} s{rep}",
+        )
+    )
+    rep = f" (fastest of {args.repeat}: {', '.join(f'{r.total:.2f}' for r in mem_runs)})" if args.repeat > 1 else ""
+    out.append(
+        fmt_row(
+            "(2) raglake stage, in-memory cache", mem.total, f"{n / mem.total:,.0f} cases/s, cpu {mem.cpu:.2f} s{rep}"
+        )
+    )
     out.append(_split(mem))
-    out.append(fmt_row("(2') raglake stage, on-disk cache (fresh temp dir)", disk.total,
-                       f"{n / disk.total:,.0f} cases/s; {len(shards)} shard(s), {shard_mib:.1f} MiB"))
+    out.append(
+        fmt_row(
+            "(2') raglake stage, on-disk cache (fresh temp dir)",
+            disk.total,
+            f"{n / disk.total:,.0f} cases/s; {len(shards)} shard(s), {shard_mib:.1f} MiB",
+        )
+    )
     out.append(_split(disk))
-    out.append(fmt_row(f"(3) seed-003 per-metric encoding, {m:,} cases", seed_sub_s,
-                       f"{seed_requested:,} texts encoded in {6 * m:,}-ish calls"))
+    out.append(
+        fmt_row(
+            f"(3) seed-003 per-metric encoding, {m:,} cases",
+            seed_sub_s,
+            f"{seed_requested:,} texts encoded in {6 * m:,}-ish calls",
+        )
+    )
     if m < n:
-        out.append(fmt_row(f"    extrapolated linearly to {n:,} cases", seed_s,
-                           f"(EXTRAPOLATED x{n / m:.1f}; the full set asks {seed_requested_all:,} encodings, "
-                           f"{seed_requested_all / max(seed_requested, 1) * m / n:.2f}x the prefix's per-case rate)"))
-    out.append(fmt_row("(4) warm re-score: same disk cache, new TextEncoder", warm.total,
-                       f"texts encoded: {warm.encoded} (must be 0: {'OK' if warm.encoded == 0 else 'FAILED'})"))
+        out.append(
+            fmt_row(
+                f"    extrapolated linearly to {n:,} cases",
+                seed_s,
+                f"(EXTRAPOLATED x{n / m:.1f}; the full set asks {seed_requested_all:,} encodings, "
+                f"{seed_requested_all / max(seed_requested, 1) * m / n:.2f}x the prefix's per-case rate)",
+            )
+        )
+    out.append(
+        fmt_row(
+            "(4) warm re-score: same disk cache, new TextEncoder",
+            warm.total,
+            f"texts encoded: {warm.encoded} (must be 0: {'OK' if warm.encoded == 0 else 'FAILED'})",
+        )
+    )
     out.append(_split(warm))
     out.append("-" * w)
     r1 = mem.total / raw_s
     r1d = disk.total / raw_s
     r3 = seed_s / mem.total
-    out.append(f"{'ratio (2)/(1) raglake / raw encode, in-memory':<50}{r1:>9.3f}    goal <= {GOAL_RAW:.2f}: "
-               f"{'met' if r1 <= GOAL_RAW else 'NOT met'}")
-    out.append(f"{'ratio (2)/(1) raglake / raw encode, on-disk':<50}{r1d:>9.3f}    goal <= {GOAL_RAW:.2f}: "
-               f"{'met' if r1d <= GOAL_RAW else 'NOT met'}")
-    out.append(f"{'ratio (3)/(2) seed / raglake (in-memory)':<50}{r3:>9.2f}    goal >= {GOAL_SEED:.0f}: "
-               f"{'met' if r3 >= GOAL_SEED else 'NOT met'}"
-               + ("   (3) extrapolated" if m < n else ""))
+    out.append(
+        f"{'ratio (2)/(1) raglake / raw encode, in-memory':<50}{r1:>9.3f}    goal <= {GOAL_RAW:.2f}: "
+        f"{'met' if r1 <= GOAL_RAW else 'NOT met'}"
+    )
+    out.append(
+        f"{'ratio (2)/(1) raglake / raw encode, on-disk':<50}{r1d:>9.3f}    goal <= {GOAL_RAW:.2f}: "
+        f"{'met' if r1d <= GOAL_RAW else 'NOT met'}"
+    )
+    out.append(
+        f"{'ratio (3)/(2) seed / raglake (in-memory)':<50}{r3:>9.2f}    goal >= {GOAL_SEED:.0f}: "
+        f"{'met' if r3 >= GOAL_SEED else 'NOT met'}" + ("   (3) extrapolated" if m < n else "")
+    )
     out.append(f"{'ratio (2)/(1) on process CPU time, in-memory':<50}{mem.cpu / raw_cpu:>9.3f}")
     same = mem.total / mem.model if mem.model else float("nan")
-    out.append(f"{'ratio (2)/(1) same-load: (2) / its model call':<50}{same:>9.3f}    goal <= {GOAL_RAW:.2f}: "
-               f"{'met' if same <= GOAL_RAW else 'NOT met'}   (the model call inside (2) is call (1) verbatim:")
+    out.append(
+        f"{'ratio (2)/(1) same-load: (2) / its model call':<50}{same:>9.3f}    goal <= {GOAL_RAW:.2f}: "
+        f"{'met' if same <= GOAL_RAW else 'NOT met'}   (the model call inside (2) is call (1) verbatim:"
+    )
     out.append(f"{'':<64}same texts, order, batch size; timed within the stage, so under the same load)")
-    out.append(f"{'raglake time beyond the model (2) - model':<50}{mem.total - mem.model:>9.2f} s  "
-               f"({100 * (mem.total - mem.model) / mem.total:.1f}% of (2); model inside (2): {mem.model:.2f} s = "
-               f"{mem.model / raw_s:.3f} x (1): the difference between (1) and (2)'s model call is machine load)")
+    out.append(
+        f"{'raglake time beyond the model (2) - model':<50}{mem.total - mem.model:>9.2f} s  "
+        f"({100 * (mem.total - mem.model) / mem.total:.1f}% of (2); model inside (2): {mem.model:.2f} s = "
+        f"{mem.model / raw_s:.3f} x (1): the difference between (1) and (2)'s model call is machine load)"
+    )
     out.append("-" * w)
-    out.append(fmt_row("BERTScore: bert_score_f1 over all cases", bert_s,
-                       f"{bert_texts:,} texts embedded (distinct per batch of {BATCH}), {bert_texts / bert_s:,.0f} "
-                       f"texts/s, {n / bert_s:,.0f} cases/s; mean F1 {np.mean(bert_ok):.4f} over {len(bert_ok):,}"))
+    out.append(
+        fmt_row(
+            "BERTScore: bert_score_f1 over all cases",
+            bert_s,
+            f"{bert_texts:,} texts embedded (distinct per batch of {BATCH}), {bert_texts / bert_s:,.0f} "
+            f"texts/s, {n / bert_s:,.0f} cases/s; mean F1 {np.mean(bert_ok):.4f} over {len(bert_ok):,}",
+        )
+    )
     out.append("-" * w)
-    out.append(f"{'metric':<24}{'n ok':>7}{'mean raglake':>14}{'raglake*':>10}{'seed*':>10}{'max |diff|*':>13}   "
-               f"* on the first {m:,} cases; disk == memory: {'yes' if same_disk else 'NO'}")
+    out.append(
+        f"{'metric':<24}{'n ok':>7}{'mean raglake':>14}{'raglake*':>10}{'seed*':>10}{'max |diff|*':>13}   "
+        f"* on the first {m:,} cases; disk == memory: {'yes' if same_disk else 'NO'}"
+    )
     prefix_ids = {c.id for c, _ in pairs[:m]}
     for name in SENTENCE_METRICS:
         vals = ours.get(name, {})
@@ -246,9 +308,11 @@ def run_timing(args, embedder, out: list[str]) -> None:
         sub = [v for c, v in vals.items() if c in prefix_ids]
         missing = len(set(sv) ^ {c for c in vals if c in prefix_ids})
         seed_mean = math.fsum(sv.values()) / len(sv) if sv else float("nan")
-        out.append(f"{name:<24}{len(vals):>7,}{math.fsum(vals.values()) / max(len(vals), 1):>14.4f}"
-                   f"{math.fsum(sub) / max(len(sub), 1):>10.4f}{seed_mean:>10.4f}{diff:>13.1e}"
-                   + (f"   {missing} case(s) defined in one only" if missing else ""))
+        out.append(
+            f"{name:<24}{len(vals):>7,}{math.fsum(vals.values()) / max(len(vals), 1):>14.4f}"
+            f"{math.fsum(sub) / max(len(sub), 1):>10.4f}{seed_mean:>10.4f}{diff:>13.1e}"
+            + (f"   {missing} case(s) defined in one only" if missing else "")
+        )
     out.append("=" * w)
     if profile_text:
         out.append("cProfile of stage (2), in-memory cache (profiling inflates Python-level time):")
@@ -256,9 +320,11 @@ def run_timing(args, embedder, out: list[str]) -> None:
 
 
 def _split(r: StageResult) -> str:
-    return (f"{'':<8}collect_texts {r.collect:.2f} s | encode {r.encode:.2f} s (model {r.model:.2f} s, "
-            f"{r.encoded:,} texts encoded) | score_batch x{math.ceil(len(set(r.scored.scores['case_id'])) / BATCH)} "
-            f"{r.score:.2f} s")
+    return (
+        f"{'':<8}collect_texts {r.collect:.2f} s | encode {r.encode:.2f} s (model {r.model:.2f} s, "
+        f"{r.encoded:,} texts encoded) | score_batch x{math.ceil(len(set(r.scored.scores['case_id'])) / BATCH)} "
+        f"{r.score:.2f} s"
+    )
 
 
 def _torch_threads() -> int:
@@ -273,15 +339,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunks", type=int, default=5, help="retrieved chunks per capture (and k); default 5")
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--distinct-chunks", type=int, default=350, help="distinct chunk texts shared by the cases")
-    ap.add_argument("--baseline-cases", type=int, default=100,
-                    help="cases the seed-003 way is timed on, then extrapolated (0: all)")
+    ap.add_argument(
+        "--baseline-cases", type=int, default=100, help="cases the seed-003 way is timed on, then extrapolated (0: all)"
+    )
     ap.add_argument("--repeat", type=int, default=1, help="run (1) and (2) this many times, interleaved; fastest used")
     ap.add_argument("--profile", action="store_true", help="cProfile raglake's stage (2) and print function shares")
     ap.add_argument("--stsb", action="store_true", help="Spearman of semantic_similarity on STS-B dev")
     ap.add_argument("--no-timing", action="store_true", help="skip the timing part (e.g. with --stsb or --memory)")
     ap.add_argument("--memory", action="store_true", help="the memory check with 20,000 cases")
-    ap.add_argument("--memory-cases", type=int, default=0,
-                    help="the memory check with N cases (0: off unless --memory)")
+    ap.add_argument(
+        "--memory-cases", type=int, default=0, help="the memory check with N cases (0: off unless --memory)"
+    )
     ap.add_argument("--memory-pool", type=int, default=1000, help="distinct base cases the memory cases repeat")
     ap.add_argument("--memory-child", choices=("untraced", "traced"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

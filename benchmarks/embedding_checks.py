@@ -54,8 +54,13 @@ def run_stsb(embedder) -> list[str]:
         rows = [r for r in csv.reader(f) if len(r) >= 3]
     if rows and not _is_number(rows[0][2]):
         rows = rows[1:]  # a header line
-    pairs = [(GoldenCase(id=f"stsb-{i:05d}", question=s1, reference_answer=s1),
-              Capture(case_id=f"stsb-{i:05d}", answer=s2, abstained=False)) for i, (s1, s2, _) in enumerate(rows)]
+    pairs = [
+        (
+            GoldenCase(id=f"stsb-{i:05d}", question=s1, reference_answer=s1),
+            Capture(case_id=f"stsb-{i:05d}", answer=s2, abstained=False),
+        )
+        for i, (s1, s2, _) in enumerate(rows)
+    ]
     human = {f"stsb-{i:05d}": float(r[2]) for i, r in enumerate(rows)}
     metrics = [get_metric("semantic_similarity"), get_metric("answer_correctness_emb")]
     t0 = time.perf_counter()
@@ -181,9 +186,22 @@ def memory_child(args) -> int:
 def run_memory(args) -> list[str]:
     results: dict[str, dict[str, str]] = {}
     for mode in ("untraced", "traced"):
-        cmd = [sys.executable, str(SCRIPT), "--memory-child", mode, "--memory-cases",
-               str(args.memory_cases), "--memory-pool", str(args.memory_pool), "--chunks", str(args.chunks),
-               "--seed", str(args.seed), "--distinct-chunks", str(args.distinct_chunks)]
+        cmd = [
+            sys.executable,
+            str(SCRIPT),
+            "--memory-child",
+            mode,
+            "--memory-cases",
+            str(args.memory_cases),
+            "--memory-pool",
+            str(args.memory_pool),
+            "--chunks",
+            str(args.chunks),
+            "--seed",
+            str(args.seed),
+            "--distinct-chunks",
+            str(args.distinct_chunks),
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0

@@ -15,16 +15,32 @@ from raglake.text.sentences import split_sentences
 GOLDEN = ROOT / "data" / "golden" / "sample.jsonl"
 CORPUS = ROOT / "data" / "corpus"
 
-ABSTAIN = ("I couldn't find that in your notes.", "I don't know; the notes don't say.",
-           "There is nothing about this in the notes I can see.")
+ABSTAIN = (
+    "I couldn't find that in your notes.",
+    "I don't know; the notes don't say.",
+    "There is nothing about this in the notes I can see.",
+)
 ANSWER_LEADS = ("", "", "", "According to the notes, ", "Yes: ", "From what I can see, ", "In short, ")
-GOLDEN_VARIANTS = ("{q}", "{q}", "Quick question: {ql}", "{q} Please cite the note.", "From my notes: {ql}",
-                   "{qs}, according to my notes?", "Can you check this for me: {ql}")
+GOLDEN_VARIANTS = (
+    "{q}",
+    "{q}",
+    "Quick question: {ql}",
+    "{q} Please cite the note.",
+    "From my notes: {ql}",
+    "{qs}, according to my notes?",
+    "Can you check this for me: {ql}",
+)
 REFERENCE_LEADS = ("", "", "", "Yes. ", "The notes say: ", "Per {title}: ", "According to {title}, ")
-TOPIC_TEMPLATES = ("What does my note on {leaf} ({title}) say?", "Is it true that {s}?",
-                   "What was decided about {leaf} in {title}?", "Where do my notes mention that {s}?",
-                   "Can you summarise {leaf} from {title}?", "Do my notes confirm that {s}?",
-                   "What is the latest on {leaf}?", "Remind me: {s}?")
+TOPIC_TEMPLATES = (
+    "What does my note on {leaf} ({title}) say?",
+    "Is it true that {s}?",
+    "What was decided about {leaf} in {title}?",
+    "Where do my notes mention that {s}?",
+    "Can you summarise {leaf} from {title}?",
+    "Do my notes confirm that {s}?",
+    "What is the latest on {leaf}?",
+    "Remind me: {s}?",
+)
 
 
 class Chunk:
@@ -33,8 +49,9 @@ class Chunk:
     def __init__(self, rel_path: str, heading: tuple[str, ...], text: str):
         self.rel_path, self.heading, self.text = rel_path, heading, text
         leaf = heading[-1] if heading else ""
-        self.sentences = [s for s in split_sentences(text) if 25 <= len(s) <= 240 and s != leaf
-                          and not s.startswith("#")]
+        self.sentences = [
+            s for s in split_sentences(text) if 25 <= len(s) <= 240 and s != leaf and not s.startswith("#")
+        ]
 
 
 def load_chunks(embedder, n_distinct: int, rng: random.Random) -> tuple[list[Chunk], int]:
@@ -43,8 +60,13 @@ def load_chunks(embedder, n_distinct: int, rng: random.Random) -> tuple[list[Chu
 
     chunks: list[Chunk] = []
     for path in sorted(CORPUS.rglob("*.md")):
-        found, _ = chunk_note(path.relative_to(CORPUS).as_posix(), path.read_text(encoding="utf-8"), ChunkSettings(),
-                              embedder.count_tokens, embedder.max_sequence)
+        found, _ = chunk_note(
+            path.relative_to(CORPUS).as_posix(),
+            path.read_text(encoding="utf-8"),
+            ChunkSettings(),
+            embedder.count_tokens,
+            embedder.max_sequence,
+        )
         chunks.extend(Chunk(c.rel_path, c.heading_path, c.text) for c in found)
     available = len(chunks)
     chunks = [c for c in chunks if c.sentences]
@@ -61,8 +83,9 @@ def _as_clause(sentence: str) -> str:
     return _lower_first(sentence.rstrip(" .!?:;"))
 
 
-def generate(n: int, n_chunks: int, chunks: list[Chunk], golden: list[dict], seed: int,
-             id_prefix: str = "bench") -> tuple[list[dict], list[dict]]:
+def generate(
+    n: int, n_chunks: int, chunks: list[Chunk], golden: list[dict], seed: int, id_prefix: str = "bench"
+) -> tuple[list[dict], list[dict]]:
     """Raw golden-case and capture dicts (see the module docstring)."""
     rng = random.Random(seed)
     order = chunks[:]
@@ -114,8 +137,9 @@ def generate(n: int, n_chunks: int, chunks: list[Chunk], golden: list[dict], see
                 if reference not in seen_references:
                     break
             case["reference_answer"] = reference
-            case["gold_supports"] = [{"rel_path": topic.rel_path, "heading_path": " > ".join(topic.heading),
-                                      "required": True}]
+            case["gold_supports"] = [
+                {"rel_path": topic.rel_path, "heading_path": " > ".join(topic.heading), "required": True}
+            ]
         seen_questions.add(case["question"])
         seen_references.add(case["reference_answer"])
 
@@ -147,8 +171,16 @@ def generate(n: int, n_chunks: int, chunks: list[Chunk], golden: list[dict], see
         if picked and picked[0] is topic:  # the topic chunk at rank 1-5
             picked.insert(min(rng.choice((0, 0, 0, 1, 1, 2, 3, 4)), n_chunks - 1), picked.pop(0))
         scores = sorted((rng.uniform(0.3, 0.9) for _ in picked), reverse=True)
-        capture["retrieved"] = [{"rank": r + 1, "rel_path": c.rel_path, "heading_path": " > ".join(c.heading),
-                                 "text": c.text, "score": round(s, 4)} for r, (c, s) in enumerate(zip(picked, scores))]
+        capture["retrieved"] = [
+            {
+                "rank": r + 1,
+                "rel_path": c.rel_path,
+                "heading_path": " > ".join(c.heading),
+                "text": c.text,
+                "score": round(s, 4),
+            }
+            for r, (c, s) in enumerate(zip(picked, scores))
+        ]
         cases.append(case)
         captures.append(capture)
     return cases, captures
@@ -156,8 +188,10 @@ def generate(n: int, n_chunks: int, chunks: list[Chunk], golden: list[dict], see
 
 def build_pairs(cases: list[dict], captures: list[dict], via_json: bool = False) -> list[tuple[GoldenCase, Capture]]:
     if via_json:  # each string its own object, as when captures are read back from JSON lines
-        return [(GoldenCase.model_validate_json(json.dumps(c)), Capture.model_validate_json(json.dumps(x)))
-                for c, x in zip(cases, captures)]
+        return [
+            (GoldenCase.model_validate_json(json.dumps(c)), Capture.model_validate_json(json.dumps(x)))
+            for c, x in zip(cases, captures)
+        ]
     return [(GoldenCase.model_validate(c), Capture.model_validate(x)) for c, x in zip(cases, captures)]
 
 
@@ -172,4 +206,3 @@ def load_inputs(embedder, n: int, n_chunks: int, seed: int, distinct_chunks: int
     chunks, available = load_chunks(embedder, distinct_chunks, rng)
     cases, captures = generate(n, n_chunks, chunks, golden, seed)
     return cases, captures, golden, chunks, available
-

@@ -21,8 +21,14 @@ from raglake.pipeline.scoring import ScoredBatch, score_batch
 from raglake.schemas import Capture, GoldenCase
 from raglake.text.sentences import split_sentences
 
-SENTENCE_METRICS = ("context_relevance", "context_sufficiency", "answer_relevance_emb", "answer_correctness_emb",
-                    "answer_hallucination", "semantic_similarity")
+SENTENCE_METRICS = (
+    "context_relevance",
+    "context_sufficiency",
+    "answer_relevance_emb",
+    "answer_correctness_emb",
+    "answer_hallucination",
+    "semantic_similarity",
+)
 BERT_METRICS = ("bert_score_f1", "bert_score_precision", "bert_score_recall")
 BATCH = 100  # the flow's default batch_size
 
@@ -158,19 +164,24 @@ def profile_stage(pairs, embedder, metrics, config, top: int = 22) -> str:
         parts = Path(file).parts
         for anchor in ("raglake", "sentence_transformers", "transformers", "torch", "numpy", "tokenizers"):
             if anchor in parts:
-                return "/".join(parts[parts.index(anchor):]) + f":{line}({func})"
+                return "/".join(parts[parts.index(anchor) :]) + f":{line}({func})"
         return f"{Path(file).name}:{line}({func})"
 
     rows = sorted(st.stats.items(), key=lambda kv: kv[1][3], reverse=True)
     out = io.StringIO()
     out.write(f"profiled stage: {wall:.2f} s wall under cProfile ({total:.2f} s of own time counted)\n")
-    model = sum(v[3] for k, v in st.stats.items() if k[0].endswith(os.path.join("raglake", "embed", "model.py"))
-                and k[2] == "encode")
-    out.write(f"inside Embedder.encode (the model call): {model:.2f} s = {100 * model / total:.1f}%; "
-              f"everything else raglake does: {total - model:.2f} s = {100 * (total - model) / total:.1f}%\n")
+    model = sum(
+        v[3]
+        for k, v in st.stats.items()
+        if k[0].endswith(os.path.join("raglake", "embed", "model.py")) and k[2] == "encode"
+    )
+    out.write(
+        f"inside Embedder.encode (the model call): {model:.2f} s = {100 * model / total:.1f}%; "
+        f"everything else raglake does: {total - model:.2f} s = {100 * (total - model) / total:.1f}%\n"
+    )
     out.write("by cumulative time (share of the profiled stage):\n")
     shown = 0
-    for key, (cc, nc, tt, ct, _) in rows:
+    for key, (_cc, nc, tt, ct, _) in rows:
         if "raglake" not in key[0] and "sentence_transformers" not in key[0] and key[2] not in ("score_batch",):
             continue
         out.write(f"  {ct:8.2f} s {100 * ct / total:6.1f}%  own {tt:7.2f} s  calls {nc:>9,}  {name(key)}\n")
@@ -178,6 +189,6 @@ def profile_stage(pairs, embedder, metrics, config, top: int = 22) -> str:
         if shown >= top:
             break
     out.write("by own time (share of the profiled stage):\n")
-    for key, (cc, nc, tt, ct, _) in sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]:
+    for key, (_cc, nc, tt, _ct, _) in sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]:
         out.write(f"  {tt:8.2f} s {100 * tt / total:6.1f}%  calls {nc:>9,}  {name(key)}\n")
     return out.getvalue()

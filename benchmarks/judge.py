@@ -37,7 +37,7 @@ from raglake.judge.config import JudgeConfig, load_prices  # noqa: E402
 from raglake.judge.gateway import JudgeGateway  # noqa: E402
 from raglake.judge.ledger import JudgeLedger  # noqa: E402
 from raglake.judge.prompts import get_prompt  # noqa: E402
-from raglake.lake.calls import LakeCallStore
+from raglake.lake.calls import LakeCallStore  # noqa: E402
 from raglake.lake.query import connect  # noqa: E402
 from raglake.lake.store import Lake  # noqa: E402
 
@@ -45,8 +45,13 @@ PROMPT = "groundedness"
 
 
 def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), "--latency-ms", str(latency_ms)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "fake_openai.py"), "--latency-ms", str(latency_ms)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = process.stdout.readline().strip()
     if not url.startswith("http"):
         raise SystemExit(f"the loopback server did not start: {process.stderr.read()[-2000:]}")
@@ -75,17 +80,31 @@ def served(url: str) -> int:
 
 
 def call_values(n: int) -> list[dict[str, str]]:
-    return [{"answer": f"Atlas uses Postgres 16 [1]. (case {i})",
-             "contexts": "[1] We run Postgres 16.\n\n[2] Billing runs on Stripe."} for i in range(n)]
+    return [
+        {
+            "answer": f"Atlas uses Postgres 16 [1]. (case {i})",
+            "contexts": "[1] We run Postgres 16.\n\n[2] Billing runs on Stripe.",
+        }
+        for i in range(n)
+    ]
 
 
 def gateway(url: str, lake: Lake, concurrency: int) -> JudgeGateway:
-    config = JudgeConfig(base_url=url, model="gpt-4o-mini", concurrency=concurrency, timeout_s=60, max_retries=2,
-                         backoff_s=0.1, prices=load_prices())
+    config = JudgeConfig(
+        base_url=url,
+        model="gpt-4o-mini",
+        concurrency=concurrency,
+        timeout_s=60,
+        max_retries=2,
+        backoff_s=0.1,
+        prices=load_prices(),
+    )
     return JudgeGateway(config, JudgeLedger(LakeCallStore(lake), run_id="r-bench"))
 
 
-def judge_all(url: str, lake: Lake, concurrency: int, values: list[dict[str, str]]) -> tuple[float, JudgeGateway, Counter]:
+def judge_all(
+    url: str, lake: Lake, concurrency: int, values: list[dict[str, str]]
+) -> tuple[float, JudgeGateway, Counter]:
     prompt = get_prompt(PROMPT)
 
     timing: dict[str, float] = {}
@@ -121,8 +140,14 @@ def bare_client(url: str, concurrency: int, n: int) -> tuple[float, float]:
 
         async def one(m: list[dict[str, str]]) -> None:
             async with slots:
-                await client.chat.completions.create(model="gpt-4o-mini", messages=m, temperature=0, seed=0,
-                                                     max_tokens=prompt.max_tokens, response_format=fmt)
+                await client.chat.completions.create(
+                    model="gpt-4o-mini",
+                    messages=m,
+                    temperature=0,
+                    seed=0,
+                    max_tokens=prompt.max_tokens,
+                    response_format=fmt,
+                )
 
         await asyncio.gather(*(one(m) for m in messages))
         await client.close()
@@ -144,8 +169,11 @@ def main() -> None:
 
     print(f"judge gateway benchmark: {n} calls ({PROMPT}), concurrency {c}, {args.latency_ms:g} ms injected latency")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPU(s), load average {load:.2f}; "
-          f"loopback server in its own process")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPU(s), load average "
+        f"{load:.2f}; "
+        f"loopback server in its own process"
+    )
     process, url = start_server(args.latency_ms)
     try:
         values = call_values(n)
@@ -158,37 +186,62 @@ def main() -> None:
             made = served(url) - before
             server_cpu = process_cpu(process.pid) - server_cpu
             rate = n / seconds
-            print(f"\nfirst run   : {n} calls in {seconds:.2f} s = {rate:.1f} calls/s; ideal {c} / {latency:g} s = "
-                  f"{ideal:.0f} calls/s; ratio {rate / ideal:.3f} (goal >= 0.9)")
-            print(f"              HTTP requests {made}, statuses {dict(statuses)}, retries {gw.stats.retries}, "
-                  f"tokens {gw.stats.prompt_tokens}+{gw.stats.completion_tokens}, cost ${gw.stats.cost_usd:.4f}")
+            print(
+                f"\nfirst run   : {n} calls in {seconds:.2f} s = {rate:.1f} calls/s; ideal {c} / {latency:g} s = "
+                f"{ideal:.0f} calls/s; ratio {rate / ideal:.3f} (goal >= 0.9)"
+            )
+            print(
+                f"              HTTP requests {made}, statuses {dict(statuses)}, retries {gw.stats.retries}, "
+                f"tokens {gw.stats.prompt_tokens}+{gw.stats.completion_tokens}, cost ${gw.stats.cost_usd:.4f}"
+            )
             rows = connect(lake).sql("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchall()[0]
-            print(f"              ledger rows {rows[0]} ({rows[1]} distinct keys); client CPU {gw.cpu_seconds / n * 1000:.2f} ms "
-                  f"per call (one core allows at most {n / gw.cpu_seconds:.0f} calls/s); loopback server CPU "
-                  f"{server_cpu / max(made, 1) * 1000:.2f} ms per request")
-            print(f"              ledger read before the first call {gw.ledger_load_s:.2f} s (once per run; not in the rate)")
+            print(
+                f"              ledger rows {rows[0]} ({rows[1]} distinct keys); "
+                f"client CPU {gw.cpu_seconds / n * 1000:.2f} ms per call "
+                f"(one core allows at most {n / gw.cpu_seconds:.0f} calls/s); loopback server CPU "
+                f"{server_cpu / max(made, 1) * 1000:.2f} ms per request"
+            )
+            print(
+                f"              ledger read before the first call {gw.ledger_load_s:.2f} s (once per run; not in the "
+                f"rate)"
+            )
 
             if not args.no_baseline:
                 bare, bare_cpu = bare_client(url, c, n)
-                print(f"bare client : {n} requests in {bare:.2f} s = {n / bare:.1f} requests/s; ratio to ideal "
-                      f"{n / bare / ideal:.3f}; client CPU {bare_cpu / n * 1000:.2f} ms per request "
-                      f"(the same requests through the openai SDK's chat.completions.create, no gateway: for scale)")
+                print(
+                    f"bare client : {n} requests in {bare:.2f} s = {n / bare:.1f} requests/s; ratio to ideal "
+                    f"{n / bare / ideal:.3f}; client CPU {bare_cpu / n * 1000:.2f} ms per request "
+                    f"(the same requests through the openai SDK's chat.completions.create, no gateway: for scale)"
+                )
 
             before = served(url)
             seconds2, gw2, statuses2 = judge_all(url, lake, c, values)
             made2 = served(url) - before
-            print(f"second run  : {n} calls in {seconds2:.2f} s + ledger read {gw2.ledger_load_s:.2f} s, "
-                  f"HTTP requests {made2} (goal 0), "
-                  f"ledger hits {gw2.stats.ledger_hits}, statuses {dict(statuses2)}")
+            print(
+                f"second run  : {n} calls in {seconds2:.2f} s + ledger read {gw2.ledger_load_s:.2f} s, "
+                f"HTTP requests {made2} (goal 0), "
+                f"ledger hits {gw2.stats.ledger_hits}, statuses {dict(statuses2)}"
+            )
     finally:
         process.terminate()
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
-    print(json.dumps({"calls": n, "concurrency": c, "latency_ms": args.latency_ms, "calls_per_s": round(rate, 1),
-                      "ideal_per_s": round(ideal, 1), "ratio": round(rate / ideal, 3), "rerun_http_requests": made2,
-                      "rerun_seconds": round(seconds2, 2)}))
+    print(
+        json.dumps(
+            {
+                "calls": n,
+                "concurrency": c,
+                "latency_ms": args.latency_ms,
+                "calls_per_s": round(rate, 1),
+                "ideal_per_s": round(ideal, 1),
+                "ratio": round(rate / ideal, 3),
+                "rerun_http_requests": made2,
+                "rerun_seconds": round(seconds2, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

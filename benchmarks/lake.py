@@ -56,13 +56,77 @@ TARGET_LEVEL = (0.55, 0.62, 0.70, 0.66)  # quality on a logit-ish scale, driftin
 CATEGORIES = ("factual", "multi_hop", "temporal", "adversarial", "procedural", "comparison")
 DIFFICULTIES = ("easy", "medium", "hard")
 VAULTS = ("work", "personal")
-TAGS = tuple(f"tag-{w}" for w in ("atlas", "postgres", "billing", "oncall", "hiring", "travel", "health", "infra",
-                                   "security", "roadmap", "budget", "meetings", "legal", "family", "garden", "books"))
-WORDS = ("the", "atlas", "database", "runs", "on", "instance", "meeting", "decided", "upgrade", "weekend", "team",
-         "budget", "release", "service", "api", "latency", "replica", "migration", "policy", "review", "owner",
-         "quarter", "plan", "incident", "runbook", "backup", "region", "cost", "vendor", "contract", "travel",
-         "doctor", "appointment", "garden", "book", "notes", "march", "april", "we", "kept", "size", "after")
-REASONS = {"retrieval": "no_gold_supports", "label": "no_labels", "abstention": "answerable", "embedding": "empty_answer"}
+TAGS = tuple(
+    f"tag-{w}"
+    for w in (
+        "atlas",
+        "postgres",
+        "billing",
+        "oncall",
+        "hiring",
+        "travel",
+        "health",
+        "infra",
+        "security",
+        "roadmap",
+        "budget",
+        "meetings",
+        "legal",
+        "family",
+        "garden",
+        "books",
+    )
+)
+WORDS = (
+    "the",
+    "atlas",
+    "database",
+    "runs",
+    "on",
+    "instance",
+    "meeting",
+    "decided",
+    "upgrade",
+    "weekend",
+    "team",
+    "budget",
+    "release",
+    "service",
+    "api",
+    "latency",
+    "replica",
+    "migration",
+    "policy",
+    "review",
+    "owner",
+    "quarter",
+    "plan",
+    "incident",
+    "runbook",
+    "backup",
+    "region",
+    "cost",
+    "vendor",
+    "contract",
+    "travel",
+    "doctor",
+    "appointment",
+    "garden",
+    "book",
+    "notes",
+    "march",
+    "april",
+    "we",
+    "kept",
+    "size",
+    "after",
+)
+REASONS = {
+    "retrieval": "no_gold_supports",
+    "label": "no_labels",
+    "abstention": "answerable",
+    "embedding": "empty_answer",
+}
 EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2@bcfe46d679df602d"
 
 
@@ -93,46 +157,112 @@ def shared_cases(rng: np.random.Generator, n: int) -> dict:
     questions = sentences(rng, n, 9)
     references = sentences(rng, n, 20)
     n_supports = np.where(answerable, rng.integers(1, 4, n), 0)
-    supports = [json.dumps([{"rel_path": f"{vault[i]}/notes/note-{(i * 7 + j) % 400:03d}.md",
-                             "heading_path": ["Note", f"Section {j}"], "snippets": [], "date": None,
-                             "required": j == 0} for j in range(n_supports[i])]) for i in range(n)]
-    golden = [json.dumps({"id": ids[i], "question": questions[i], "reference_answer": references[i],
-                          "answerable": bool(answerable[i]), "category": category[i], "difficulty": difficulty[i],
-                          "tags": tags[i], "vault": vault[i], "gold_supports": json.loads(supports[i]),
-                          "metadata": {"author": "bench"}}) for i in range(n)]
-    return {"case_id": ids, "question": questions, "reference_answer": references, "answerable": answerable,
-            "category": category, "difficulty": difficulty, "tags": tags, "vault": vault,
-            "expected_action": np.where(answerable, "answer", "refuse"), "n_gold_supports": n_supports,
-            "gold_supports": supports, "metadata": ['{"author": "bench"}'] * n, "golden_case": golden,
-            "effect": rng.normal(0, 0.6, n) - 0.5 * (difficulty == "hard") + 0.3 * (difficulty == "easy")}
+    supports = [
+        json.dumps(
+            [
+                {
+                    "rel_path": f"{vault[i]}/notes/note-{(i * 7 + j) % 400:03d}.md",
+                    "heading_path": ["Note", f"Section {j}"],
+                    "snippets": [],
+                    "date": None,
+                    "required": j == 0,
+                }
+                for j in range(n_supports[i])
+            ]
+        )
+        for i in range(n)
+    ]
+    golden = [
+        json.dumps(
+            {
+                "id": ids[i],
+                "question": questions[i],
+                "reference_answer": references[i],
+                "answerable": bool(answerable[i]),
+                "category": category[i],
+                "difficulty": difficulty[i],
+                "tags": tags[i],
+                "vault": vault[i],
+                "gold_supports": json.loads(supports[i]),
+                "metadata": {"author": "bench"},
+            }
+        )
+        for i in range(n)
+    ]
+    return {
+        "case_id": ids,
+        "question": questions,
+        "reference_answer": references,
+        "answerable": answerable,
+        "category": category,
+        "difficulty": difficulty,
+        "tags": tags,
+        "vault": vault,
+        "expected_action": np.where(answerable, "answer", "refuse"),
+        "n_gold_supports": n_supports,
+        "gold_supports": supports,
+        "metadata": ['{"author": "bench"}'] * n,
+        "golden_case": golden,
+        "effect": rng.normal(0, 0.6, n) - 0.5 * (difficulty == "hard") + 0.3 * (difficulty == "easy"),
+    }
 
 
-def run_tables(rng: np.random.Generator, cases: dict, metrics: list, chunk_pool: dict, target: str, level: float,
-               scoring_id: str, scored_at: dt.datetime) -> dict:
+def run_tables(
+    rng: np.random.Generator,
+    cases: dict,
+    metrics: list,
+    chunk_pool: dict,
+    target: str,
+    level: float,
+    scoring_id: str,
+    scored_at: dt.datetime,
+) -> dict:
     """Every table's rows of one run, as landing writes them (values drawn with numpy)."""
     n, m = len(cases["case_id"]), len(metrics)
     method = [target] * n
     latency = rng.gamma(4, 250, n)
     case_cols = {k: cases[k] for k in TABLES["cases"].schema.names if k in cases}
-    case_cols.update({
-        "method": method, "capture_status": ["ok"] * n, "answer": sentences(rng, n, 25),
-        "abstained": ~cases["answerable"] & (rng.random(n) < 0.7), "references": ['[]'] * n,
-        "n_retrieved": np.full(n, K), "folder_mode": ["off"] * n, "selected_folders": [[]] * n,
-        "latency_folder_selection_ms": np.zeros(n), "latency_retrieval_ms": latency * 0.1,
-        "latency_generation_ms": latency * 0.9, "latency_total_ms": latency, "latency_wall_ms": latency * 1.05,
-        "capture_hash": [f"{h:016x}" for h in rng.integers(0, 2**63, n)], "capture_attempts": np.ones(n, dtype=np.int32),
-    })
+    case_cols.update(
+        {
+            "method": method,
+            "capture_status": ["ok"] * n,
+            "answer": sentences(rng, n, 25),
+            "abstained": ~cases["answerable"] & (rng.random(n) < 0.7),
+            "references": ["[]"] * n,
+            "n_retrieved": np.full(n, K),
+            "folder_mode": ["off"] * n,
+            "selected_folders": [[]] * n,
+            "latency_folder_selection_ms": np.zeros(n),
+            "latency_retrieval_ms": latency * 0.1,
+            "latency_generation_ms": latency * 0.9,
+            "latency_total_ms": latency,
+            "latency_wall_ms": latency * 1.05,
+            "capture_hash": [f"{h:016x}" for h in rng.integers(0, 2**63, n)],
+            "capture_attempts": np.ones(n, dtype=np.int32),
+        }
+    )
     picks = rng.integers(0, len(chunk_pool["text"]), n * K)
     chunk_case = np.repeat(np.asarray(cases["case_id"], dtype=object), K)
     chunk_rank = np.tile(np.arange(1, K + 1, dtype=np.int32), n)
-    chunks = {"case_id": chunk_case, "rank": chunk_rank, "rel_path": chunk_pool["rel_path"][picks],
-              "heading_path": chunk_pool["heading_path"][picks], "text": chunk_pool["text"][picks],
-              "score": np.round(rng.uniform(0.3, 0.9, n * K), 2), "in_top_k": np.ones(n * K, dtype=bool),
-              "matched_supports": [[] if x else [0] for x in rng.random(n * K) > 0.2]}
+    chunks = {
+        "case_id": chunk_case,
+        "rank": chunk_rank,
+        "rel_path": chunk_pool["rel_path"][picks],
+        "heading_path": chunk_pool["heading_path"][picks],
+        "text": chunk_pool["text"][picks],
+        "score": np.round(rng.uniform(0.3, 0.9, n * K), 2),
+        "in_top_k": np.ones(n * K, dtype=bool),
+        "matched_supports": [[] if x else [0] for x in rng.random(n * K) > 0.2],
+    }
     label_names = ("topically_relevant", "evidence_sufficient", "misleading")
-    labels = {"case_id": np.repeat(chunk_case, 3), "level": ["chunk"] * (3 * n * K),
-              "rank": np.repeat(chunk_rank, 3), "label": np.tile(np.asarray(label_names, dtype=object), n * K),
-              "value": (rng.random(3 * n * K) < 0.4).astype(np.int8), "label_source": ["human"] * (3 * n * K)}
+    labels = {
+        "case_id": np.repeat(chunk_case, 3),
+        "level": ["chunk"] * (3 * n * K),
+        "rank": np.repeat(chunk_rank, 3),
+        "label": np.tile(np.asarray(label_names, dtype=object), n * K),
+        "value": (rng.random(3 * n * K) < 0.4).astype(np.int8),
+        "label_source": ["human"] * (3 * n * K),
+    }
 
     # scores, case-major as score_batch emits them: for every case, every metric
     case_idx, metric_idx = np.repeat(np.arange(n), m), np.tile(np.arange(m), n)
@@ -143,8 +273,11 @@ def run_tables(rng: np.random.Generator, cases: dict, metrics: list, chunk_pool:
     z = level + cases["effect"][case_idx] + metric_shift[metric_idx] + rng.normal(0, 0.8, n * m)
     p = 1 / (1 + np.exp(-z))
     p = np.where(lower_better, 1 - p, p)
-    value = np.where(scales == "binary", (rng.random(n * m) < p).astype(float),
-                     np.where(scales == "cosine", 0.15 + 0.75 * p, np.clip(p + rng.normal(0, 0.1, n * m), 0, 1)))
+    value = np.where(
+        scales == "binary",
+        (rng.random(n * m) < p).astype(float),
+        np.where(scales == "cosine", 0.15 + 0.75 * p, np.clip(p + rng.normal(0, 0.1, n * m), 0, 1)),
+    )
     value = np.round(value, 4)
     answerable = cases["answerable"][case_idx]
     applies = np.asarray([x.applies_to for x in metrics], dtype=object)[metric_idx]
@@ -157,17 +290,26 @@ def run_tables(rng: np.random.Generator, cases: dict, metrics: list, chunk_pool:
     ok = np.equal(reason, None)  # elementwise on an object array
     value[~ok] = np.nan
     versions = metric_versions(metrics)
-    scores = {"case_id": np.asarray(cases["case_id"], dtype=object)[case_idx],
-              "metric": np.asarray([x.name for x in metrics], dtype=object)[metric_idx], "value": value,
-              "status": np.where(ok, "ok", "undefined"), "reason": reason,
-              "metric_version": np.asarray([versions[x.name] for x in metrics], dtype=object)[metric_idx],
-              "label_source": np.where(ok & (families == "label"), "human", None),
-              "embedder": np.where(ok & (families == "embedding"), EMBEDDER, None),
-              "scoring_id": [scoring_id] * (n * m), "scored_at": [scored_at] * (n * m)}
-    run_metrics = {"metric": ["latency_p50_ms", "latency_p95_ms", "error_rate", "timeout_rate", "suite_seconds"],
-                   "stage": ["total", "total", None, None, None],
-                   "value": [float(np.median(latency)), float(np.percentile(latency, 95)), 0.0, 0.0, float(n * 0.2)],
-                   "n": [n] * 5, "unit": ["ms", "ms", "share", "share", "seconds"], "metric_version": ["1"] * 5}
+    scores = {
+        "case_id": np.asarray(cases["case_id"], dtype=object)[case_idx],
+        "metric": np.asarray([x.name for x in metrics], dtype=object)[metric_idx],
+        "value": value,
+        "status": np.where(ok, "ok", "undefined"),
+        "reason": reason,
+        "metric_version": np.asarray([versions[x.name] for x in metrics], dtype=object)[metric_idx],
+        "label_source": np.where(ok & (families == "label"), "human", None),
+        "embedder": np.where(ok & (families == "embedding"), EMBEDDER, None),
+        "scoring_id": [scoring_id] * (n * m),
+        "scored_at": [scored_at] * (n * m),
+    }
+    run_metrics = {
+        "metric": ["latency_p50_ms", "latency_p95_ms", "error_rate", "timeout_rate", "suite_seconds"],
+        "stage": ["total", "total", None, None, None],
+        "value": [float(np.median(latency)), float(np.percentile(latency, 95)), 0.0, 0.0, float(n * 0.2)],
+        "n": [n] * 5,
+        "unit": ["ms", "ms", "share", "share", "seconds"],
+        "metric_version": ["1"] * 5,
+    }
     return {"cases": case_cols, "chunks": chunks, "labels": labels, "scores": scores, "run_metrics": run_metrics}
 
 
@@ -176,9 +318,11 @@ def build_lake(root: Path, n_runs: int, n_cases: int, metrics: list, seed: int) 
     lake = Lake(root)
     cases = shared_cases(rng, n_cases)
     pool = 4 * n_cases
-    chunk_pool = {"rel_path": np.asarray([f"work/notes/note-{i % 400:03d}.md" for i in range(pool)], dtype=object),
-                  "heading_path": np.asarray([f"Note {i % 400} > Section {i % 7}" for i in range(pool)], dtype=object),
-                  "text": np.asarray(sentences(rng, pool, 60), dtype=object)}
+    chunk_pool = {
+        "rel_path": np.asarray([f"work/notes/note-{i % 400:03d}.md" for i in range(pool)], dtype=object),
+        "heading_path": np.asarray([f"Note {i % 400} > Section {i % 7}" for i in range(pool)], dtype=object),
+        "text": np.asarray(sentences(rng, pool, 60), dtype=object),
+    }
     all_versions = metric_versions(all_metrics())
     start = dt.datetime(2026, 1, 1, 6, tzinfo=dt.UTC)
     rows: dict[str, int] = dict.fromkeys(TABLES, 0)
@@ -196,12 +340,27 @@ def build_lake(root: Path, n_runs: int, n_cases: int, metrics: list, seed: int) 
             table = to_arrow(TABLES[name], cols, optional=TABLES[name].schema.names)  # what it leaves out is null
             rows[name] += table.num_rows
             lake.write(name, run_id, table, scoring_id if name == "scores" else run_id, replace_uncommitted=True)
-        record = RunRecord(run_id=run_id, started_at=started, finished_at=finished, target=f"http:{target}",
-                           target_kind="http", target_name=target, dataset_name="bench", dataset_path="bench.jsonl",
-                           dataset_hash="0123456789abcdef", n_cases=n_cases, k=K, require_snippets=False,
-                           code_version="0.1.0+bench", metric_versions=all_versions, embedder=EMBEDDER,
-                           config={"k": K, "metrics": [x.name for x in metrics], "target_config": {}})
-        lake.write("runs", started.date().isoformat(), to_arrow(TABLES["runs"], record.columns()), run_id)  # ... runs last
+        record = RunRecord(
+            run_id=run_id,
+            started_at=started,
+            finished_at=finished,
+            target=f"http:{target}",
+            target_kind="http",
+            target_name=target,
+            dataset_name="bench",
+            dataset_path="bench.jsonl",
+            dataset_hash="0123456789abcdef",
+            n_cases=n_cases,
+            k=K,
+            require_snippets=False,
+            code_version="0.1.0+bench",
+            metric_versions=all_versions,
+            embedder=EMBEDDER,
+            config={"k": K, "metrics": [x.name for x in metrics], "target_config": {}},
+        )
+        lake.write(
+            "runs", started.date().isoformat(), to_arrow(TABLES["runs"], record.columns()), run_id
+        )  # ... runs last
         rows["runs"] += 1
     return {"seconds": time.perf_counter() - t0, "rows": rows}
 
@@ -246,10 +405,14 @@ def main() -> None:
     w = 78
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print("=" * w)
-    print(f"raglake lake benchmark: {args.runs} runs x {args.cases} cases x {args.metrics} metrics "
-          f"= {args.runs * args.cases * args.metrics:,} score rows")
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPU(s), load average "
-          f"{load:.2f}; duckdb {duckdb.__version__}, pyarrow {pyarrow.__version__}")
+    print(
+        f"raglake lake benchmark: {args.runs} runs x {args.cases} cases x {args.metrics} metrics "
+        f"= {args.runs * args.cases * args.metrics:,} score rows"
+    )
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPU(s), load average "
+        f"{load:.2f}; duckdb {duckdb.__version__}, pyarrow {pyarrow.__version__}"
+    )
     print("-" * w)
     built = None
     if Lake(root).exists():
@@ -257,13 +420,18 @@ def main() -> None:
     else:
         built = build_lake(root, args.runs, args.cases, metrics, args.seed)
         total_rows = sum(built["rows"].values())
-        print(f"build: {built['seconds']:.1f} s for {total_rows:,} rows in all tables ({total_rows / built['seconds']:,.0f} "
-              f"rows/s); {built['rows']['scores']:,} score rows ({built['rows']['scores'] / built['seconds']:,.0f} rows/s)")
+        print(
+            f"build: {built['seconds']:.1f} s for {total_rows:,} rows in all tables "
+            f"({total_rows / built['seconds']:,.0f} rows/s); {built['rows']['scores']:,} score rows "
+            f"({built['rows']['scores'] / built['seconds']:,.0f} rows/s)"
+        )
     size = lake_size(root)
 
     connect_s, connect_median, q = timed(lambda: open_lake(root), args.repeat)
     con = q.con
-    score_rows, undefined = con.sql("SELECT count(*), count(*) FILTER (WHERE status = 'undefined') FROM scores").fetchall()[0]
+    score_rows, undefined = con.sql(
+        "SELECT count(*), count(*) FILTER (WHERE status = 'undefined') FROM scores"
+    ).fetchall()[0]
     order = con.sql("SELECT run_id, target FROM run_order ORDER BY newest_rank").fetchall()
     run = order[0][0]
     same_target = [r for r, t in order if t == order[0][1]]
@@ -275,10 +443,18 @@ def main() -> None:
     print(f"lake: {score_rows:,} score rows ({undefined / score_rows:.1%} undefined), {len(order)} committed runs")
 
     queries: list[tuple[str, object]] = [
-        ("baseline: scan 1 run's scores file", lambda: con.sql(
-            "SELECT metric, avg(value) FROM read_parquet($f) GROUP BY metric", params={"f": one_file}).fetchall()),
-        ("baseline: scan all scores files", lambda: con.sql(
-            "SELECT metric, avg(value) FROM read_parquet($f) GROUP BY metric", params={"f": all_files}).fetchall()),
+        (
+            "baseline: scan 1 run's scores file",
+            lambda: con.sql(
+                "SELECT metric, avg(value) FROM read_parquet($f) GROUP BY metric", params={"f": one_file}
+            ).fetchall(),
+        ),
+        (
+            "baseline: scan all scores files",
+            lambda: con.sql(
+                "SELECT metric, avg(value) FROM read_parquet($f) GROUP BY metric", params={"f": all_files}
+            ).fetchall(),
+        ),
     ]
     queries += [(f"breakdown 1 run by {d}", lambda d=d: q.breakdown([run], d)) for d in DIMENSIONS]
     queries += [(f"breakdown 10 runs by {d}", lambda d=d: q.breakdown(ten, d)) for d in DIMENSIONS]
@@ -290,8 +466,10 @@ def main() -> None:
     results: dict[str, tuple[float, float, int]] = {"connect (LakeQueries)": (connect_s, connect_median, 0)}
     print("-" * w)
     print(f"{'query':<38}{'cold s':>8}{'median s':>10}{'rows':>7}  goal < {GOAL_S:g} s (cold)")
-    print(f"{'connect (LakeQueries)':<38}{connect_s:>8.3f}{connect_median:>10.3f}{'':>7}  "
-          f"{'met' if connect_s < GOAL_S else 'NOT MET'}")
+    print(
+        f"{'connect (LakeQueries)':<38}{connect_s:>8.3f}{connect_median:>10.3f}{'':>7}  "
+        f"{'met' if connect_s < GOAL_S else 'NOT MET'}"
+    )
     for name, fn in queries:
         cold, median, out = timed(fn, args.repeat)
         results[name] = (cold, median, len(out))
@@ -301,8 +479,10 @@ def main() -> None:
     base_all = results["baseline: scan all scores files"][1]
     b1 = statistics.median(results[f"breakdown 1 run by {d}"][1] for d in DIMENSIONS)
     tr = results[f"trend {metric} ({len(order)} runs)"][1]
-    print(f"ratios (medians): breakdown 1 run / scan of its file {b1 / base1:.1f} x; trend / scan of all files "
-          f"{tr / base_all:.1f} x")
+    print(
+        f"ratios (medians): breakdown 1 run / scan of its file {b1 / base1:.1f} x; trend / scan of all files "
+        f"{tr / base_all:.1f} x"
+    )
 
     print("-" * w)
     print(f"{'table':<14}{'files':>7}{'MB':>10}")
@@ -313,17 +493,29 @@ def main() -> None:
     per_m_scores = size["scores"][1] / 1e6 / (score_rows / 1e6)
     per_m_all = total / 1e6 / (score_rows / 1e6)
     print(f"{'all':<14}{sum(f for f, _ in size.values()):>7}{total / 1e6:>10.2f}")
-    print(f"per million score rows: scores table {per_m_scores:.2f} MB ({size['scores'][1] / score_rows:.2f} B/row), "
-          f"whole lake {per_m_all:.2f} MB")
+    print(
+        f"per million score rows: scores table {per_m_scores:.2f} MB ({size['scores'][1] / score_rows:.2f} B/row), "
+        f"whole lake {per_m_all:.2f} MB"
+    )
     print("=" * w)
     missed = [n for n, (c, _, _) in results.items() if not n.startswith("baseline") and c >= GOAL_S]
-    print(json.dumps({
-        "runs": len(order), "cases": args.cases, "metrics": args.metrics, "score_rows": score_rows,
-        "build_s": round(built["seconds"], 2) if built else None,
-        "build_rows_per_s": round(sum(built["rows"].values()) / built["seconds"]) if built else None,
-        "queries": {n: {"cold_s": round(c, 3), "median_s": round(m, 3)} for n, (c, m, _) in results.items()},
-        "goal_missed": missed, "scores_mb_per_million": round(per_m_scores, 2), "lake_mb_per_million": round(per_m_all, 2),
-        "lake_mb": round(total / 1e6, 2)}))
+    print(
+        json.dumps(
+            {
+                "runs": len(order),
+                "cases": args.cases,
+                "metrics": args.metrics,
+                "score_rows": score_rows,
+                "build_s": round(built["seconds"], 2) if built else None,
+                "build_rows_per_s": round(sum(built["rows"].values()) / built["seconds"]) if built else None,
+                "queries": {n: {"cold_s": round(c, 3), "median_s": round(m, 3)} for n, (c, m, _) in results.items()},
+                "goal_missed": missed,
+                "scores_mb_per_million": round(per_m_scores, 2),
+                "lake_mb_per_million": round(per_m_all, 2),
+                "lake_mb": round(total / 1e6, 2),
+            }
+        )
+    )
     if tmp:
         tmp.cleanup()
 

@@ -121,12 +121,25 @@ def generate(n_cases: int, n_chunks: int, seed: int):
         for r in range(n_chunks):
             rel_path, heading, docno = chunk_at[r]
             score = round(scores[r] + (n_chunks - r), 6)  # strictly decreasing: no tie-order questions
-            retrieved.append({"rank": r + 1, "rel_path": rel_path, "heading_path": heading,
-                              "text": f"chunk {r} of {cid}: {heading}", "score": score})
+            retrieved.append(
+                {
+                    "rank": r + 1,
+                    "rel_path": rel_path,
+                    "heading_path": heading,
+                    "text": f"chunk {r} of {cid}: {heading}",
+                    "score": score,
+                }
+            )
             if r < K:
                 ranked[docno] = score
-        cases.append({"id": cid, "question": f"Synthetic question {c}?", "gold_supports": supports,
-                      "required_support_groups": groups})
+        cases.append(
+            {
+                "id": cid,
+                "question": f"Synthetic question {c}?",
+                "gold_supports": supports,
+                "required_support_groups": groups,
+            }
+        )
         captures.append({"case_id": cid, "answer": f"Synthetic answer {c}.", "retrieved": retrieved})
         qrels[cid] = dict.fromkeys(keys, 1)
         run[cid] = ranked
@@ -233,8 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunks", type=int, default=10, help="retrieved chunks per capture (default 10)")
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--no-tracemalloc", action="store_true", help="skip the traced second pass")
-    ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="also cProfile raglake's scoring of the first N cases and print the top functions")
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also cProfile raglake's scoring of the first N cases and print the top functions",
+    )
     args = ap.parse_args(argv)
     n = args.cases
     metrics = [get_metric(m) for m in METRICS]
@@ -272,8 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     w = 78
     print("=" * w)
     print(f"raglake retrieval benchmark: {n:,} cases x {args.chunks} chunks, k={K}, seed {args.seed}")
-    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
-          "every tool single-threaded")
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; every tool single-threaded"
+    )
     print("-" * w)
     print(f"{'generate raw dicts':<34}{gen_s:>9.2f} s")
     print(f"{'build/validate pydantic models':<34}{build_s:>9.2f} s  {n / build_s:>10,.0f} cases/s")
@@ -307,8 +326,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m:<18}{value:>10.6f}{t:>13.6f}{r:>10.6f}  {agree:<11}  {diff:.1e}")
         else:
             print(f"{m:<18}{value:>10.6f}{'-':>13}{'-':>10}  (n ok {n_ok:,}, other {n_other:,})")
-    ndcg_ok = abs(ours["ndcg_at_k"][0] - trec_means["ndcg_cut_10"]) <= 1e-6 and abs(
-        ours["ndcg_at_k"][0] - ranx_means["ndcg_burges@10"]) <= 1e-6
+    ndcg_ok = (
+        abs(ours["ndcg_at_k"][0] - trec_means["ndcg_cut_10"]) <= 1e-6
+        and abs(ours["ndcg_at_k"][0] - ranx_means["ndcg_burges@10"]) <= 1e-6
+    )
     print(f"mean ndcg agreement (grade-1 supports): {'OK' if ndcg_ok else 'MISMATCH'}")
     print("=" * w)
     if profile_text:

@@ -19,8 +19,11 @@ def deployments() -> list:
     out = []
     for d in spec["deployments"]:
         cron = next((s["cron"] for s in d.get("schedules", []) if "cron" in s), None)
-        out.append(flows[d["entrypoint"]].to_deployment(name=d["name"], description=d.get("description"),
-                                                         parameters=d.get("parameters", {}), cron=cron))
+        out.append(
+            flows[d["entrypoint"]].to_deployment(
+                name=d["name"], description=d.get("description"), parameters=d.get("parameters", {}), cron=cron
+            )
+        )
     return out
 
 

@@ -17,10 +17,11 @@ from raglake.judge.stage import spot_cases
 from raglake.lake.store import Lake
 from raglake.pipeline.finish import finish_run
 from raglake.pipeline.lakes import open_lake
-from raglake.pipeline.plan import CHECKED, journal_path, plan_run
+from raglake.pipeline.plan import CHECKED, RunPlan, journal_path, plan_run
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.settings import RunSettings
 from raglake.report.artifacts import summary_markdown, summary_table
+from raglake.schemas import Capture
 from raglake.tasks.capture import capture_batch
 from raglake.tasks.land import land
 
@@ -35,8 +36,15 @@ def evaluate(settings: RunSettings) -> str:
     plan = plan_run(settings, CHECKED)  # inputs the command line already checked are taken, not loaded again
     storage = result_storage(plan.results_dir)
     batches = plan.batches()
-    log.info("run %s: %d cases of %s in %d batch(es) against %s", plan.run_id, len(plan.golden.cases),
-             plan.golden.name, len(batches), plan.target.spec)
+    cases = plan.golden.cases
+    log.info(
+        "run %s: %d cases of %s in %d batch(es) against %s",
+        plan.run_id,
+        len(cases),
+        plan.golden.name,
+        len(batches),
+        plan.target.spec,
+    )
 
     journal = journal_path(plan.lake, plan.run_id)
     progress.start("captures", len(plan.golden.cases), "cases")
@@ -47,22 +55,45 @@ def evaluate(settings: RunSettings) -> str:
     t_captured = time.perf_counter()
 
     spot_ids = spot_cases([c.id for c in plan.golden.cases], plan.spot_share, plan.spot_min)
-    work = ScoreWork(plan.run_id, plan.lake.url, plan.golden.cases, captures, plan.metrics, plan.config,
-                     plan.target.known_docs(), plan.embedder, plan.batch_size, plan.judge, plan.spot_check, spot_ids)
-    stage = score_stage(work, RunnerSpec.parse(settings.runner), storage)
+    stage = score_stage(_score_work(plan, captures, spot_ids), RunnerSpec.parse(settings.runner), storage)
 
     embedding = stage.embedding
     record, run_values, coverage = finish_run(
-        plan, captures, dt.datetime.now(dt.timezone.utc), suite_seconds=time.perf_counter() - t0,
+        plan,
+        captures,
+        dt.datetime.now(dt.timezone.utc),
+        suite_seconds=time.perf_counter() - t0,
         stage_seconds={"capture": t_captured - t0, **stage.seconds},
-        embedding_stats=stage.embedding_stats, embedder_key=embedding.key if embedding else None, judge=stage.judged)
+        embedding_stats=stage.embedding_stats,
+        embedder_key=embedding.key if embedding else None,
+        judge=stage.judged,
+    )
     land(plan.lake.url, record, plan.golden.cases, captures, stage.scored, run_values, plan.scoring_id, coverage)
     failed = sum(c.failed for c in captures)
-    log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(stage.scored.scores["case_id"]),
-             failed)
+    log.info(
+        "landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(stage.scored.scores["case_id"]), failed
+    )
     log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
     publish_summary(plan.lake.url, plan.run_id)
     return plan.run_id
+
+
+def _score_work(plan: RunPlan, captures: list[Capture], spot_ids: frozenset[str]) -> ScoreWork:
+    """What the shared embed → judge → score stage needs of this run."""
+    return ScoreWork(
+        plan.run_id,
+        plan.lake.url,
+        plan.golden.cases,
+        captures,
+        plan.metrics,
+        plan.config,
+        plan.target.known_docs(),
+        plan.embedder,
+        plan.batch_size,
+        plan.judge,
+        plan.spot_check,
+        spot_ids,
+    )
 
 
 @task(name="publish-summary")
@@ -71,14 +102,23 @@ def publish_summary(lake_url: str, run_id: str) -> None:
     and golden set, when there is one) and a table of the headline metrics with n and 95% CIs."""
     q = open_lake(lake_url)
     key = re.sub(r"[^a-z0-9-]", "-", q.target_name(run_id).lower())[:40].strip("-") or "run"
-    create_markdown_artifact(summary_markdown(q, run_id, q.previous_run(run_id)), key=f"raglake-summary-{key}",
-                             description=f"raglake run {run_id}")
-    create_table_artifact(summary_table(q, run_id), key=f"raglake-headline-{key}",
-                          description=f"headline metrics of run {run_id}: n, mean, 95% CI")
+    create_markdown_artifact(
+        summary_markdown(q, run_id, q.previous_run(run_id)),
+        key=f"raglake-summary-{key}",
+        description=f"raglake run {run_id}",
+    )
+    create_table_artifact(
+        summary_table(q, run_id),
+        key=f"raglake-headline-{key}",
+        description=f"headline metrics of run {run_id}: n, mean, 95% CI",
+    )
 
 
 def summarize(lake: Lake, run_id: str) -> str:
     """The run's breakdown over all cases, read back from the lake, as one log line."""
     rows = open_lake(lake).breakdown([run_id], "all")
-    return ", ".join(f"{r['metric']}={r['mean']:.3f} (n={r['n']})" for r in rows
-                     if r["n"] and r["family"] in ("retrieval", "abstention"))
+    return ", ".join(
+        f"{r['metric']}={r['mean']:.3f} (n={r['n']})"
+        for r in rows
+        if r["n"] and r["family"] in ("retrieval", "abstention")
+    )

@@ -47,15 +47,26 @@ def rescore(settings: RescoreSettings) -> dict:
         stored = load_stored_run(q, run_id)
         name = settings.embedder or stored.run_config.get("embedder_arg")
         key = text_encoder(name, None).embedder.key if needs_embedder(chosen) else None
-        decisions = settings.decide(plan_rescore(q, [run_id], chosen, embedder_key=key,
-                                                  judge_model=judge.model if judge else None))
+        decisions = settings.decide(
+            plan_rescore(q, [run_id], chosen, embedder_key=key, judge_model=judge.model if judge else None)
+        )
         todo = [get_metric(d.metric) for d in decisions if d.compute]
         report["runs"][run_id] = {**summarize(decisions), "decisions": [d.__dict__ for d in decisions]}
         log.info("run %s: recompute %d metric(s), keep %d", run_id, len(todo), len(decisions) - len(todo))
         if settings.dry_run or not todo:
             continue
-        work = ScoreWork(stored.run_id, q.lake.url, stored.cases, stored.captures, todo, stored.config,
-                         stored.known_docs, name, settings.batch_size, judge)
+        work = ScoreWork(
+            stored.run_id,
+            q.lake.url,
+            stored.cases,
+            stored.captures,
+            todo,
+            stored.config,
+            stored.known_docs,
+            name,
+            settings.batch_size,
+            judge,
+        )
         stage = score_stage(work, runner, result_storage(results_dir(q.lake)))
         scoring_id = new_scoring_id(stored.run_id, [m.name for m in todo])
         report["runs"][run_id]["rows"] = land_rescored(q.lake.url, stored.run_id, stage.scored, scoring_id)

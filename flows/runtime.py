@@ -25,8 +25,9 @@ def start_api() -> str:
     except (RuntimeError, httpx.HTTPError) as e:
         server.stop()
         reason = str(e).strip().splitlines()[0][:300]
-        raise ConfigError(f"{startup_hint(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())} "
-                          f"(Prefect said: {reason})") from None
+        raise ConfigError(
+            f"{startup_hint(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())} (Prefect said: {reason})"
+        ) from None
     return server.api_url
 
 
@@ -39,8 +40,10 @@ def _check_api(url: str) -> None:
         problem = e
     if problem is not None:
         reason = str(problem).strip().splitlines()[0][:300] if str(problem).strip() else type(problem).__name__
-        raise ConfigError(f"the Prefect API at PREFECT_API_URL={url} does not answer ({reason}): start that server, "
-                          f"or unset PREFECT_API_URL to let raglake start a temporary one")
+        raise ConfigError(
+            f"the Prefect API at PREFECT_API_URL={url} does not answer ({reason}): start that server, "
+            f"or unset PREFECT_API_URL to let raglake start a temporary one"
+        )
 
 
 def stop_api() -> None:

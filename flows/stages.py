@@ -89,8 +89,20 @@ def score_stage(work: ScoreWork, runner: RunnerSpec, storage: Any) -> Scored:
     judged = None
     if work.judge is not None and wanted_steps(work.metrics):  # one task: one gateway, one set of limits
         try:
-            judged = JudgeSummary.of(judge_cases(work.cases, work.captures, versions, work.config, work.judge,
-                                                 work.lake_url, work.run_id, embedding, work.spot_check, work.spot_ids))
+            judged = JudgeSummary.of(
+                judge_cases(
+                    work.cases,
+                    work.captures,
+                    versions,
+                    work.config,
+                    work.judge,
+                    work.lake_url,
+                    work.run_id,
+                    embedding,
+                    work.spot_check,
+                    work.spot_ids,
+                )
+            )
         finally:  # the run's judging is done: its ledger flushed, its budget freed
             JUDGE_RUNS.close(work.lake_url, work.run_id)
     t_judged = time.perf_counter()
@@ -98,12 +110,19 @@ def score_stage(work: ScoreWork, runner: RunnerSpec, storage: Any) -> Scored:
     batches = work.batches()
     scored = ScoredBatch()
     progress.start("scoring", len(work.cases), "cases")
-    for part in map_scoring(runner, score_cases.with_options(result_storage=storage), dict(
-        cases=[cases for cases, _ in batches], captures=[captures for _, captures in batches],
-        versions=unmapped(versions), config=unmapped(work.config), known_docs=unmapped(work.known_docs),
-        embedding=unmapped(embedding),
-        judge=[judged.for_cases([c.id for c in cases]) if judged else None for cases, _ in batches],
-    )):
+    for part in map_scoring(
+        runner,
+        score_cases.with_options(result_storage=storage),
+        dict(
+            cases=[cases for cases, _ in batches],
+            captures=[captures for _, captures in batches],
+            versions=unmapped(versions),
+            config=unmapped(work.config),
+            known_docs=unmapped(work.known_docs),
+            embedding=unmapped(embedding),
+            judge=[judged.for_cases([c.id for c in cases]) if judged else None for cases, _ in batches],
+        ),
+    ):
         scored.extend(part)
         progress.advance("scoring", len(set(part.scores["case_id"])))
     seconds = {"embedding": t_embedded - t0, "judge": t_judged - t_embedded, "scoring": time.perf_counter() - t_judged}

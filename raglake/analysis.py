@@ -82,11 +82,20 @@ class LakeQueries:
     ) -> list[dict[str, Any]]:
         """Run B against run A for every metric and slice; see sql/compare_runs.sql."""
         _check_bootstrap(n_boot, alpha)
-        return run_query(self.con, "compare_runs", run_a=run_a, run_b=run_b, n_boot=n_boot, seed=seed,
-                         alpha=alpha, min_pairs=min_pairs).to_pylist()
+        return run_query(
+            self.con,
+            "compare_runs",
+            run_a=run_a,
+            run_b=run_b,
+            n_boot=n_boot,
+            seed=seed,
+            alpha=alpha,
+            min_pairs=min_pairs,
+        ).to_pylist()
 
-    def metric_ci(self, run_id: str, by: str = "all", *, n_boot: int = 1000, seed: int = 0,
-                  alpha: float = 0.05) -> list[dict[str, Any]]:
+    def metric_ci(
+        self, run_id: str, by: str = "all", *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+    ) -> list[dict[str, Any]]:
         """n, mean and a bootstrap CI of every case-level metric of one run by slice; see sql/metric_ci.sql."""
         _check_bootstrap(n_boot, alpha)
         by = by if by == "any" else check_dimension(by)
@@ -109,14 +118,16 @@ class LakeQueries:
         if target not in known:
             raise UnknownNameError("target", target, known)
 
-    def trend(self, metric: str | None = None, target: str | None = None, dataset: str | None = None,
-              by: str = "all") -> list[dict[str, Any]]:
+    def trend(
+        self, metric: str | None = None, target: str | None = None, dataset: str | None = None, by: str = "all"
+    ) -> list[dict[str, Any]]:
         if metric is not None:
             self.check_metrics([metric])
         if target is not None:
             self.check_target(target)
-        return run_query(self.con, "trend", metric=metric, target=target, dataset=dataset,
-                         dimension=check_dimension(by)).to_pylist()
+        return run_query(
+            self.con, "trend", metric=metric, target=target, dataset=dataset, dimension=check_dimension(by)
+        ).to_pylist()
 
     def coverage(self, run_id: str) -> list[dict[str, Any]]:
         return run_query(self.con, "coverage", run_id=run_id).to_pylist()
@@ -126,8 +137,9 @@ class LakeQueries:
         return rows[0]["run_id"] if rows else None
 
     def index_versions(self, run_ids: Sequence[str]) -> dict[str, str | None]:
-        rows = fetch(self.con, "SELECT run_id, index_version FROM runs WHERE list_contains($ids, run_id)",
-                     ids=list(run_ids))
+        rows = fetch(
+            self.con, "SELECT run_id, index_version FROM runs WHERE list_contains($ids, run_id)", ids=list(run_ids)
+        )
         return dict(rows)
 
     def target_name(self, run_id: str) -> str:

@@ -17,6 +17,8 @@ def metrics_markdown() -> str:
     ]
     for m in all_metrics():
         better = {True: "higher", False: "lower", None: "–"}[m.higher_is_better]
-        lines.append(f"| `{m.name}` | {m.family} | {m.level} | {m.version} | {m.scale} | {better} | "
-                     f"{m.applies_to} | {m.seed} | {m.description} |")
+        lines.append(
+            f"| `{m.name}` | {m.family} | {m.level} | {m.version} | {m.scale} | {better} | "
+            f"{m.applies_to} | {m.seed} | {m.description} |"
+        )
     return "\n".join(lines)

@@ -29,8 +29,10 @@ class Rule(BaseModel):
     def _dims(cls, v: list[str] | None) -> list[str] | None:
         for d in v or []:
             if d not in COMPARE_DIMENSIONS:
-                raise ValueError(f"unknown dimension {d!r}{did_you_mean(d, COMPARE_DIMENSIONS)}; "
-                                 f"one of {', '.join(COMPARE_DIMENSIONS)}")
+                raise ValueError(
+                    f"unknown dimension {d!r}{did_you_mean(d, COMPARE_DIMENSIONS)}; "
+                    f"one of {', '.join(COMPARE_DIMENSIONS)}"
+                )
         return v
 
 
@@ -50,16 +52,23 @@ class GateRules(BaseModel):
 def load_rules(path: str | Path) -> GateRules:
     """A gate.yaml; every metric pattern must name a registered metric (with a suggestion if not)."""
     path = Path(path)
-    record, node = read_yaml_mapping(path, missing="gate rules file not found",
-                                     not_mapping="expected a mapping with `rules:` (and optional `defaults:`)")
+    record, node = read_yaml_mapping(
+        path,
+        missing="gate rules file not found",
+        not_mapping="expected a mapping with `rules:` (and optional `defaults:`)",
+    )
     rules = validate_record(record, GateRules, path)
     names = [m.name for m in all_metrics(level="case")]
     rule_nodes = next((v for k, v in node.value if k.value == "rules"), None)
     for i, rule in enumerate(rules.rules):
         if not fnmatch.filter(names, rule.metric):
             line = rule_nodes.value[i].start_mark.line + 1 if rule_nodes is not None else None
-            raise InputError(str(path), line, f"rules[{i}].metric",
-                             f"{rule.metric!r} matches no case-level metric{did_you_mean(rule.metric, names)}")
+            raise InputError(
+                str(path),
+                line,
+                f"rules[{i}].metric",
+                f"{rule.metric!r} matches no case-level metric{did_you_mean(rule.metric, names)}",
+            )
     return rules
 
 
@@ -72,12 +81,16 @@ def effective_rule(rules: GateRules, metric: str) -> dict[str, Any] | None:
     if chosen is None or chosen.ignore:
         return None
     d = rules.defaults
-    return {"max_drop": d.max_drop if chosen.max_drop is None else chosen.max_drop,
-            "dimensions": chosen.dimensions or d.dimensions, "min_pairs": chosen.min_pairs or d.min_pairs}
+    return {
+        "max_drop": d.max_drop if chosen.max_drop is None else chosen.max_drop,
+        "dimensions": chosen.dimensions or d.dimensions,
+        "min_pairs": chosen.min_pairs or d.min_pairs,
+    }
 
 
-def evaluate_gate(q: LakeQueries, baseline: str, candidate: str, rules: GateRules,
-                  n_boot: int = 1000, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def evaluate_gate(
+    q: LakeQueries, baseline: str, candidate: str, rules: GateRules, n_boot: int = 1000, seed: int = 0
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(checked rows, failing rows) of the comparison, each with the rule applied."""
     min_pairs = min([r.min_pairs for r in rules.rules if r.min_pairs] + [rules.defaults.min_pairs])
     rows = q.compare(baseline, candidate, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
@@ -88,7 +101,8 @@ def evaluate_gate(q: LakeQueries, baseline: str, candidate: str, rules: GateRule
             continue
         drop = -row["diff"] if row["higher_is_better"] else row["diff"]
         real = row["n_pairs"] >= rule["min_pairs"] and (
-            row["ci_high"] < 0 if row["higher_is_better"] else row["ci_low"] > 0)
+            row["ci_high"] < 0 if row["higher_is_better"] else row["ci_low"] > 0
+        )
         row = {**row, "drop": drop, "max_drop": rule["max_drop"], "fails": bool(real and drop > rule["max_drop"])}
         checked.append(row)
         if row["fails"]:

@@ -55,7 +55,9 @@ def load_golden(path: str | Path) -> GoldenSet:
             record = Record(record.line, _imported(record, path, index)[0], record.key_lines)
         case = validate_record(record, GoldenCase, path)
         if case.id in first_line:
-            raise InputError(str(path), record.line, "id", f"duplicate id {case.id!r} (first used at line {first_line[case.id]})")
+            raise InputError(
+                str(path), record.line, "id", f"duplicate id {case.id!r} (first used at line {first_line[case.id]})"
+            )
         first_line[case.id] = record.line
         cases.append(case)
     return GoldenSet(path.stem, str(path), cases, content_hash(cases))
@@ -86,7 +88,12 @@ def load_labels(path: str | Path, golden: GoldenSet) -> GoldenSet:
     for record in read_records(path, list_key="labels"):
         line = validate_record(record, _LabelLine, path)
         if line.case_id not in known:
-            raise InputError(str(path), record.line, "case_id", f"no case {line.case_id!r} in {golden.path}{did_you_mean(line.case_id, known)}")
+            raise InputError(
+                str(path),
+                record.line,
+                "case_id",
+                f"no case {line.case_id!r} in {golden.path}{did_you_mean(line.case_id, known)}",
+            )
         base = merged.get(line.case_id) or known[line.case_id].labels or CaseLabels()
         merged[line.case_id] = CaseLabels(chunks=[*base.chunks, *line.chunks], answers=[*base.answers, *line.answers])
     cases = [c.model_copy(update={"labels": merged[c.id]}) if c.id in merged else c for c in golden.cases]

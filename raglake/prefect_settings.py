@@ -64,7 +64,9 @@ def _reload_prefect(logging_changed: bool) -> None:
 
 def startup_hint(timeout_s: float) -> str:
     """What to do when Prefect's temporary API server did not start within `timeout_s`."""
-    return (f"Prefect's temporary API server did not start within {STARTUP_TIMEOUT}={timeout_s:g} s. Run against "
-            f"a Prefect server instead (start one with `prefect server start`, then set "
-            f"PREFECT_API_URL=http://127.0.0.1:4200/api), or give the temporary one more time: "
-            f"{STARTUP_TIMEOUT}={max(300, 2 * int(timeout_s))}")
+    return (
+        f"Prefect's temporary API server did not start within {STARTUP_TIMEOUT}={timeout_s:g} s. Run against "
+        f"a Prefect server instead (start one with `prefect server start`, then set "
+        f"PREFECT_API_URL=http://127.0.0.1:4200/api), or give the temporary one more time: "
+        f"{STARTUP_TIMEOUT}={max(300, 2 * int(timeout_s))}"
+    )

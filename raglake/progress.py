@@ -46,8 +46,15 @@ class RichReporter:
                 unit = task.fields.get("unit", "items")
                 return Text(f"{speed:,.1f} {unit}/s" if speed else f"– {unit}/s", style="progress.data.speed")
 
-        self.progress = Progress(TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
-                                 TimeElapsedColumn(), console=console, transient=False)
+        self.progress = Progress(
+            TextColumn("{task.description:<12}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
         self.tasks: dict[str, Any] = {}
 
     def start(self, stage: str, total: int | None, unit: str) -> None:

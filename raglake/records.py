@@ -86,7 +86,9 @@ def _yaml_records(path: Path, text: str, list_key: str) -> list[Record]:
     lines = LineIndex(text)
     out = []
     for item_node, item in zip(node.value, doc):
-        keys = _key_lines(item_node, lines) if isinstance(item, dict) and isinstance(item_node, yaml.MappingNode) else {}
+        keys = (
+            _key_lines(item_node, lines) if isinstance(item, dict) and isinstance(item_node, yaml.MappingNode) else {}
+        )
         out.append(Record(lines.line(item_node.start_mark.index), item, keys))
     return out
 

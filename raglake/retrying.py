@@ -87,8 +87,11 @@ async def retry_async(
             on_retry(state.outcome.result())
 
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(backoff.retries + 1), wait=wait, retry=retry_if_result(_failed),
-        sleep=sleep or asyncio.sleep, before_sleep=before_sleep,
+        stop=stop_after_attempt(backoff.retries + 1),
+        wait=wait,
+        retry=retry_if_result(_failed),
+        sleep=sleep or asyncio.sleep,
+        before_sleep=before_sleep,
         retry_error_callback=lambda state: state.outcome.result() if state.outcome is not None else None,
     )
     outcome = await retrying(once)

@@ -33,9 +33,17 @@ CAPTURE_STATUSES = ("ok", "error", "timeout", "empty")
 FOLDER_MODES = ("off", "on", "on_with_fallback")
 CHUNK_LABELS = ("topically_relevant", "evidence_sufficient", "misleading")
 ANSWER_LABELS = (
-    "support_present", "unsupported_claim_present", "contradicted_claim_present", "source_cited",
-    "fabricated_source", "proper_action", "response_on_topic", "helpful", "incomplete",
-    "unsafe_content", "acknowledges_conflict",
+    "support_present",
+    "unsupported_claim_present",
+    "contradicted_claim_present",
+    "source_cited",
+    "fabricated_source",
+    "proper_action",
+    "response_on_topic",
+    "helpful",
+    "incomplete",
+    "unsafe_content",
+    "acknowledges_conflict",
 )
 
 
@@ -77,8 +85,11 @@ def _plain_metadata(value: dict[str, Any]) -> dict[str, Any]:
         item, depth = stack.pop()
         count += 1
         if depth > MAX_NESTING or count > 100_000:
-            raise ValueError(f"metadata is nested deeper than {MAX_NESTING} levels" if depth > MAX_NESTING
-                             else "metadata holds more than 100,000 values")
+            raise ValueError(
+                f"metadata is nested deeper than {MAX_NESTING} levels"
+                if depth > MAX_NESTING
+                else "metadata holds more than 100,000 values"
+            )
         if isinstance(item, float) and not math.isfinite(item):
             raise ValueError(f"metadata holds {item!r}; NaN and Infinity are not allowed")
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()

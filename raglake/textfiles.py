@@ -21,8 +21,10 @@ _WS = re.compile(r"[ \t\n\r]*")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]|NaN|-?Infinity')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # fast: a literal prefix
 # a high-surrogate escape not followed by a low one, or a low one not preceded by a high one
-_LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                          r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_LONE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 
@@ -77,8 +79,12 @@ def decode(path: str | Path, data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InputError(str(path), data.count(b"\n", 0, e.start) + 1, None,
-                         f"invalid UTF-8: byte 0x{data[e.start]:02x} at byte {column} of the line ({e.reason})") from None
+        raise InputError(
+            str(path),
+            data.count(b"\n", 0, e.start) + 1,
+            None,
+            f"invalid UTF-8: byte 0x{data[e.start]:02x} at byte {column} of the line ({e.reason})",
+        ) from None
     return text[1:] if text.startswith(BOM) else text
 
 
@@ -87,7 +93,9 @@ def parse_json(path: str | Path, text: str, first_line: int = 1) -> Any:
     try:
         value = _STRICT.decode(text)
     except json.JSONDecodeError as e:
-        raise InputError(str(path), first_line + e.lineno - 1, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+        raise InputError(
+            str(path), first_line + e.lineno - 1, None, f"invalid JSON: {e.msg} at column {e.colno}"
+        ) from None
     except (_Rejected, RecursionError) as e:
         deep = isinstance(e, RecursionError)
         offset, message = find_json_problem(text, deep=deep) or (0, "nested too deeply" if deep else str(e))
@@ -166,8 +174,9 @@ class _StrictLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         if self._depth >= 2 * MAX_NESTING:
-            raise yaml.composer.ComposerError(None, None, f"nested deeper than {2 * MAX_NESTING} levels",
-                                              self.peek_event().start_mark)
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {2 * MAX_NESTING} levels", self.peek_event().start_mark
+            )
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -182,8 +191,9 @@ class _StrictLoader(yaml.SafeLoader):
                     continue
                 key = self.construct_object(key_node)
                 if key in seen:
-                    raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                            f"duplicate key {key!r}", key_node.start_mark)
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+                    )
                 seen.add(key)
         return super().construct_mapping(node, deep)
 
@@ -194,7 +204,9 @@ def parse_yaml(path: str | Path, text: str) -> tuple[Any, Any]:
     try:
         loader = _StrictLoader(text)  # the reader checks for unprintable characters here
     except yaml.reader.ReaderError as e:
-        raise InputError(str(path), lines.line(e.position), None, f"invalid YAML: {e.reason} (#x{e.character:04x})") from None
+        raise InputError(
+            str(path), lines.line(e.position), None, f"invalid YAML: {e.reason} (#x{e.character:04x})"
+        ) from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None

@@ -13,5 +13,8 @@ def embed_texts(embedding: EmbeddingSpec, texts: list[str]) -> dict[str, float]:
     encoder = embedding.encoder()
     before = (encoder.stats.encoded, encoder.stats.seconds_encoding)
     encoder.encode(texts, caller="metrics")
-    return {"distinct": float(len(set(texts))), "encoded": float(encoder.stats.encoded - before[0]),
-            "seconds": encoder.stats.seconds_encoding - before[1]}
+    return {
+        "distinct": float(len(set(texts))),
+        "encoded": float(encoder.stats.encoded - before[0]),
+        "seconds": encoder.stats.seconds_encoding - before[1],
+    }

@@ -29,4 +29,6 @@ def judge_cases(
 ) -> JudgedBatch:
     metrics = [get_metric(name) for name in versions]
     encoder = embedding.encoder() if embedding is not None else None
-    return judge_batch(list(zip(cases, captures)), metrics, config, judge, lake_url, run_id, encoder, spot_check, spot_ids)
+    return judge_batch(
+        list(zip(cases, captures)), metrics, config, judge, lake_url, run_id, encoder, spot_check, spot_ids
+    )

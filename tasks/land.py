@@ -7,10 +7,9 @@ from typing import Any
 
 from prefect import task
 
-from raglake.lake.landing import land_run
 from raglake.lake.store import Lake
 from raglake.metrics.registry import RunValue
-from raglake.pipeline.rows import RunRecord, run_tables
+from raglake.pipeline.rows import RunRecord, land_scored_run
 from raglake.pipeline.scoring import ScoredBatch
 from raglake.schemas import Capture, GoldenCase
 
@@ -27,5 +26,4 @@ def land(
     coverage: dict[str, list[Any]] | None = None,
 ) -> None:
     """The run's rows (raglake.pipeline.rows), committed by the lake's landing protocol."""
-    tables = run_tables(run, cases, captures, scored, run_values, scoring_id, coverage)
-    land_run(Lake(lake_url), run.run_id, run.started_at.date(), tables, run.table(), stems={"scores": scoring_id})
+    land_scored_run(Lake(lake_url), run, cases, captures, scored, run_values, scoring_id, coverage)

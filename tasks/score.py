@@ -18,8 +18,9 @@ from raglake.schemas import Capture, GoldenCase
 @task(
     name="score-batch",
     persist_result=True,
-    cache_key_fn=lambda ctx, p: score_key(p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"],
-                                          p["embedding"], p["judge"]),
+    cache_key_fn=lambda ctx, p: score_key(
+        p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"], p["embedding"], p["judge"]
+    ),
 )
 def score_cases(
     cases: list[GoldenCase],
@@ -34,8 +35,9 @@ def score_cases(
     metrics = [get_metric(name) for name in versions]
     encoder = embedding.encoder() if embedding is not None else None
     idf = embedding.idf if embedding is not None else None
-    return score_batch(zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf,
-                       judge=judge)
+    return score_batch(
+        zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf, judge=judge
+    )
 
 
 def map_scoring(runner: RunnerSpec, task: Any, parameters: dict[str, Any]) -> list[ScoredBatch]:
@@ -48,8 +50,15 @@ def map_scoring(runner: RunnerSpec, task: Any, parameters: dict[str, Any]) -> li
     if runner.address:
         dask = DaskTaskRunner(address=runner.address)
     else:
-        dask = DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1,
-                                              "processes": True, "dashboard_address": None, "env": worker_env()})
+        dask = DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": runner.workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+                "env": worker_env(),
+            }
+        )
     with dask:
         return [future.result() for future in dask.map(task, parameters)]
 

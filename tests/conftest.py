@@ -7,14 +7,16 @@ import tempfile
 from pathlib import Path
 
 _PREFECT_TMP = tempfile.mkdtemp(prefix="raglake-prefect-")
-os.environ.update({
-    "PREFECT_HOME": _PREFECT_TMP,
-    "PREFECT_RESULTS_LOCAL_STORAGE_PATH": os.path.join(_PREFECT_TMP, "results"),
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
-    "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE": "200",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-})
+os.environ.update(
+    {
+        "PREFECT_HOME": _PREFECT_TMP,
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": os.path.join(_PREFECT_TMP, "results"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
+        "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE": "200",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+)
 os.environ.pop("RAGLAKE_LAKE", None)
 os.environ.pop("RAGLAKE_RESULTS", None)
 # one embedding cache for the whole session (and its subprocesses): the sample is encoded once

@@ -109,8 +109,13 @@ def canned_reply(body: dict[str, Any]) -> Reply:
 class FakeOpenAI:
     """The loopback server. `latency_s` is added to every request (benchmarks)."""
 
-    def __init__(self, latency_s: float = 0.0, handler: Callable[[dict[str, Any]], Reply] | None = None,
-                 host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        handler: Callable[[dict[str, Any]], Reply] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
         self.latency_s, self.handler, self.host = latency_s, handler, host
         self._queue: collections.deque[Reply] = collections.deque()
         self.requests: list[Seen] = []
@@ -176,7 +181,12 @@ class FakeOpenAI:
         if delay:
             await asyncio.sleep(delay)
         if reply.status != 200:
-            err = {"error": {"message": reply.error, "type": "invalid_request_error" if reply.status < 500 else "server_error"}}
+            err = {
+                "error": {
+                    "message": reply.error,
+                    "type": "invalid_request_error" if reply.status < 500 else "server_error",
+                }
+            }
             return await _send(send, reply.status, err, reply.headers)
         await _send(send, 200, completion(reply, body, self._count), reply.headers)
 
@@ -185,11 +195,20 @@ class FakeOpenAI:
     def start(self) -> FakeOpenAI:
         import uvicorn
 
-        config = uvicorn.Config(self, log_level="error", lifespan="off", access_log=False, timeout_graceful_shutdown=1, interface="asgi3",
-                                backlog=512, timeout_keep_alive=30)
+        config = uvicorn.Config(
+            self,
+            log_level="error",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+            interface="asgi3",
+            backlog=512,
+            timeout_keep_alive=30,
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True,
-                                        name="fake-openai")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="fake-openai"
+        )
         self._thread.start()
         deadline = time.monotonic() + 20
         while not self._server.started:
@@ -215,14 +234,24 @@ class FakeOpenAI:
 def completion(reply: Reply, body: dict[str, Any], n: int = 1) -> dict[str, Any]:
     """The chat completion object (the JSON envelope) that carries a 200 `reply` to the request `body`."""
     out = {
-        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                     "message": {"role": "assistant", "content": reply.content}}],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": reply.finish_reason,
+                "message": {"role": "assistant", "content": reply.content},
+            }
+        ],
     }
     if reply.prompt_tokens is not None:
-        out["usage"] = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                        "total_tokens": reply.prompt_tokens + (reply.completion_tokens or 0)}
+        out["usage"] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + (reply.completion_tokens or 0),
+        }
     return out
 
 
@@ -252,8 +281,17 @@ def main() -> None:
     print(server.url, flush=True)  # the parent reads the URL from the first line
     import uvicorn
 
-    uvicorn.Server(uvicorn.Config(server, log_level="error", lifespan="off", access_log=False, backlog=2048, interface="asgi3",
-                                  timeout_keep_alive=30)).run(sockets=[server._sock])
+    uvicorn.Server(
+        uvicorn.Config(
+            server,
+            log_level="error",
+            lifespan="off",
+            access_log=False,
+            backlog=2048,
+            interface="asgi3",
+            timeout_keep_alive=30,
+        )
+    ).run(sockets=[server._sock])
 
 
 if __name__ == "__main__":

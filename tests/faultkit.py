@@ -76,15 +76,25 @@ def reset_mid_body(payload: Any, **kw: Any) -> Answer:
 
 def service_body(case_id: str) -> dict[str, Any]:
     """A good answer in the default response mapping's shape."""
-    return {"answer": f"answer to {case_id}", "abstained": False,
-            "chunks": [{"rank": 1, "rel_path": "notes/a.md", "heading_path": "A", "text": "some text", "score": 0.9}]}
+    return {
+        "answer": f"answer to {case_id}",
+        "abstained": False,
+        "chunks": [{"rank": 1, "rel_path": "notes/a.md", "heading_path": "A", "text": "some text", "score": 0.9}],
+    }
 
 
 def service_config(folder: Path, port: int, **changes: Any) -> Path:
     """An http target config asking 127.0.0.1:`port`/query with the question and the case id."""
-    config = {"name": "faulty", "url": f"http://127.0.0.1:{port}/query",
-              "body": {"question": "{question}", "case_id": "{case_id}"},
-              "concurrency": 4, "retries": 1, "backoff_s": 0.01, "timeout_s": 10, **changes}
+    config = {
+        "name": "faulty",
+        "url": f"http://127.0.0.1:{port}/query",
+        "body": {"question": "{question}", "case_id": "{case_id}"},
+        "concurrency": 4,
+        "retries": 1,
+        "backoff_s": 0.01,
+        "timeout_s": 10,
+        **changes,
+    }
     path = folder / "service.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -179,8 +189,12 @@ class FaultServer:
         return Handler
 
     def start(self) -> FaultServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"fault-server-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fault-server-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -201,7 +215,7 @@ def _read_request(rfile: Any) -> Request | None:
         return None
     method, target, _ = line.split(" ", 2)
     headers: dict[str, str] = {}
-    while (raw := rfile.readline(65536).decode("latin-1").strip()):
+    while raw := rfile.readline(65536).decode("latin-1").strip():
         name, _, value = raw.partition(":")
         headers[name.strip().lower()] = value.strip()
     body = rfile.read(int(headers.get("content-length", "0") or 0))
@@ -210,8 +224,10 @@ def _read_request(rfile: Any) -> Request | None:
 
 def _write(connection: socket.socket, answer: Answer) -> None:
     reason = {200: "OK", 500: "Internal Server Error", 503: "Service Unavailable"}.get(answer.status, "Status")
-    head = (f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: {answer.content_type}\r\n"
-            f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n").encode("latin-1")
+    head = (
+        f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: {answer.content_type}\r\n"
+        f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n"
+    ).encode("latin-1")
     if answer.cut_at is None:
         connection.sendall(head + answer.body)
         return

@@ -1,7 +1,6 @@
 """Helpers of the http target tests: the demo service started in-process on a free loopback port with
 sticky fault injection, its config, and what each injected fault should produce."""
 
-
 import shutil
 import socket
 import threading
@@ -22,10 +21,16 @@ DEMO_CONFIG = ROOT / "data" / "targets" / "demo.yaml"
 # a few notes of data/corpus (the big incident log left out so the index builds in seconds), plus the
 # files the indexer must skip or find empty, so the manifest has something in every column
 CORPUS_SUBSET = (
-    "work/projects/atlas.md", "work/projects/atlas-architecture.md", "work/projects/beacon.md",
-    "work/decisions/adr-012-event-bus.md", "work/decisions/adr-015-cache-ttl.md",
-    "work/meetings/2024-03-04-atlas-steering.md", "personal/recipes/sourdough.md",
-    "personal/travel/japan-2024.md", "personal/inbox/empty.md", "work/drafts/frontmatter-only.md",
+    "work/projects/atlas.md",
+    "work/projects/atlas-architecture.md",
+    "work/projects/beacon.md",
+    "work/decisions/adr-012-event-bus.md",
+    "work/decisions/adr-015-cache-ttl.md",
+    "work/meetings/2024-03-04-atlas-steering.md",
+    "personal/recipes/sourdough.md",
+    "personal/travel/japan-2024.md",
+    "personal/inbox/empty.md",
+    "work/drafts/frontmatter-only.md",
     "work/reference/oncall-phone-tree.txt",
 )
 STATUS_OF_FAULT = {None: "ok", "error": "error", "malformed": "error", "timeout": "timeout", "empty": "empty"}
@@ -103,8 +108,9 @@ def start_demo(corpus: Path, lake_url: str, faults: Any, warm: list[str] = ()) -
         return await call_next(request)
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+    )
     thread = threading.Thread(target=server.run, name=f"demo-{port}", daemon=True)
     thread.start()
     demo = Demo(target, faults, app, port, server, thread, log)

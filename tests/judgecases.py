@@ -36,9 +36,13 @@ def case(**kw: Any) -> GoldenCase:
 
 def capture(*texts: str, answer: str = ANSWER, **kw: Any) -> Capture:
     data: dict[str, Any] = {
-        "case_id": "c", "method": "m1", "answer": answer,
-        "retrieved": [{"rank": i, "rel_path": f"notes/{i}.md", "heading_path": f"H{i}", "text": t}
-                      for i, t in enumerate(texts, start=1)],
+        "case_id": "c",
+        "method": "m1",
+        "answer": answer,
+        "retrieved": [
+            {"rank": i, "rel_path": f"notes/{i}.md", "heading_path": f"H{i}", "text": t}
+            for i, t in enumerate(texts, start=1)
+        ],
     }
     data.update(kw)
     return Capture.model_validate(data)
@@ -46,6 +50,7 @@ def capture(*texts: str, answer: str = ANSWER, **kw: Any) -> Capture:
 
 def script(**outputs: Any) -> Callable[[str, dict[str, Any]], Any]:
     """The judge's answer per prompt id: a dict, a JudgeResult, or a function of the values; else canned."""
+
     def answer(prompt_id: str, values: dict[str, Any]) -> Any:
         out = outputs.get(prompt_id)
         if callable(out) and not isinstance(out, JudgeResult):
@@ -56,14 +61,25 @@ def script(**outputs: Any) -> Callable[[str, dict[str, Any]], Any]:
 
 
 def failure(status: str, prompt_id: str, reason: str | None = None) -> JudgeResult:
-    reason = reason or {"judge_error": "judge_error: HTTP 500 (after 5 attempt(s))",
-                        "parse_error": "parse_error: score: 9 is greater than the maximum of 5",
-                        "skipped": "budget"}[status]
+    reason = (
+        reason
+        or {
+            "judge_error": "judge_error: HTTP 500 (after 5 attempt(s))",
+            "parse_error": "parse_error: score: 9 is greater than the maximum of 5",
+            "skipped": "budget",
+        }[status]
+    )
     return JudgeResult(status, reason=reason, model=MODEL, prompt_id=prompt_id, prompt_version=1)
 
 
-def judged(c: GoldenCase, cap: Capture, names: list[str], gateway: ScriptedGateway | None = None,
-           config: ScoringConfig | None = None, encoder: Any = None) -> dict[str, Score]:
+def judged(
+    c: GoldenCase,
+    cap: Capture,
+    names: list[str],
+    gateway: ScriptedGateway | None = None,
+    config: ScoringConfig | None = None,
+    encoder: Any = None,
+) -> dict[str, Score]:
     """Scores of `names` for one case, the judge steps run through the scripted gateway."""
     config = config or ScoringConfig(k=K)
     metrics = [get_metric(n) for n in names]
@@ -72,8 +88,13 @@ def judged(c: GoldenCase, cap: Capture, names: list[str], gateway: ScriptedGatew
     return {m.name: s for m, s in score_context(ctx, metrics)}
 
 
-def scored(c: GoldenCase, cap: Capture, names: list[str], judge: dict[str, StepOutcome] | None,
-           config: ScoringConfig | None = None) -> dict[str, Score]:
+def scored(
+    c: GoldenCase,
+    cap: Capture,
+    names: list[str],
+    judge: dict[str, StepOutcome] | None,
+    config: ScoringConfig | None = None,
+) -> dict[str, Score]:
     """Scores from hand-built step outcomes (judge=None: no judge configured)."""
     ctx = CaseContext(c, cap, config or ScoringConfig(k=K), judge=judge)
     return {m.name: s for m, s in score_context(ctx, [get_metric(n) for n in names])}
@@ -100,12 +121,18 @@ def asked(gw: ScriptedGateway) -> list[str]:
     return [pid for pid, _ in gw.calls]
 
 
-def fact_check(answer_facts: list[list[int]], chunks_used: list[int], indistinct: bool = False,
-               reference_facts: list[list[int]] = ()) -> dict[str, Any]:
-    return {"answer_facts": [{"fact": f"a{i}", "supported_by": s} for i, s in enumerate(answer_facts)],
-            "answer_is_indistinct": indistinct,
-            "reference_facts": [{"fact": f"r{i}", "supported_by": s} for i, s in enumerate(reference_facts)],
-            "chunks_used": chunks_used}
+def fact_check(
+    answer_facts: list[list[int]],
+    chunks_used: list[int],
+    indistinct: bool = False,
+    reference_facts: list[list[int]] = (),
+) -> dict[str, Any]:
+    return {
+        "answer_facts": [{"fact": f"a{i}", "supported_by": s} for i, s in enumerate(answer_facts)],
+        "answer_is_indistinct": indistinct,
+        "reference_facts": [{"fact": f"r{i}", "supported_by": s} for i, s in enumerate(reference_facts)],
+        "chunks_used": chunks_used,
+    }
 
 
 def verdicts(*v: int) -> Callable[[dict], dict]:
@@ -128,8 +155,12 @@ def unit(*v: float) -> np.ndarray:
     return a / np.linalg.norm(a)
 
 
-VECTORS = {QUESTION: unit(1, 0, 0), GENERATED[0]: unit(1, 0, 0), GENERATED[1]: unit(0.6, 0.8, 0),
-           GENERATED[2]: unit(0, 1, 0)}
+VECTORS = {
+    QUESTION: unit(1, 0, 0),
+    GENERATED[0]: unit(1, 0, 0),
+    GENERATED[1]: unit(0.6, 0.8, 0),
+    GENERATED[2]: unit(0, 1, 0),
+}
 
 
 class StubEmbedder:
@@ -160,8 +191,10 @@ def stub_encoder() -> TextEncoder:
 
 
 RAGAS_PARTS = dict(
-    extract_claims={"claims": ["c1", "c2", "c3"]}, verify_claims=verdicts(1, 0, 1),            # faithfulness 2/3
-    context_precision=relevance(False, True, True, False),                                     # 0.5
-    extract_statements={"statements": ["s1", "s2", "s3"]}, attribute_statements=attributions(1, 1, 0),  # 2/3
-    generate_questions={"questions": GENERATED},                                               # 0.5333
+    extract_claims={"claims": ["c1", "c2", "c3"]},
+    verify_claims=verdicts(1, 0, 1),  # faithfulness 2/3
+    context_precision=relevance(False, True, True, False),  # 0.5
+    extract_statements={"statements": ["s1", "s2", "s3"]},
+    attribute_statements=attributions(1, 1, 0),  # 2/3
+    generate_questions={"questions": GENERATED},  # 0.5333
 )

@@ -17,8 +17,15 @@ from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView, StepOutcome
 from raglake.schemas import Capture, GoldenCase
 
-LABELS = ("support_present", "unsupported_claim_present", "contradicted_claim_present", "response_on_topic",
-          "helpful", "incomplete", "unsafe_content")
+LABELS = (
+    "support_present",
+    "unsupported_claim_present",
+    "contradicted_claim_present",
+    "response_on_topic",
+    "helpful",
+    "incomplete",
+    "unsafe_content",
+)
 
 
 def canned(prompt_id: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -29,21 +36,32 @@ def canned(prompt_id: str, values: dict[str, Any]) -> dict[str, Any]:
         "correctness": {"score": 3, "reasoning": "r"},
         "wp_correctness": {"score": 3, "reasoning": "r"},
         "wp_relevance": {"score": 4, "reasoning": "r"},
-        "wp_fact_check": {"answer_facts": [{"fact": "x", "supported_by": [1]}, {"fact": "y", "supported_by": []}],
-                          "answer_is_indistinct": False, "reference_facts": [], "chunks_used": [1]},
+        "wp_fact_check": {
+            "answer_facts": [{"fact": "x", "supported_by": [1]}, {"fact": "y", "supported_by": []}],
+            "answer_is_indistinct": False,
+            "reference_facts": [],
+            "chunks_used": [1],
+        },
         "extract_claims": {"claims": ["c1", "c2"]},
         "verify_claims": {"verdicts": [{"claim": i + 1, "verdict": i % 2} for i in range(n_items)]},
         "context_precision": {"verdicts": [{"chunk": i + 1, "is_relevant": i == 0} for i in range(n_chunks)]},
         "extract_statements": {"statements": ["s1", "s2"]},
         "attribute_statements": {"attributions": [{"statement": i + 1, "attributed": 1} for i in range(n_items)]},
         "generate_questions": {"questions": ["What is it?", "Where is it?", "When was it?"]},
-        "factual_accuracy": {"correctness": {"score": 80, "reasoning": "r"}, "completeness": {"score": 60, "reasoning": "r"},
-                             "consistency": {"score": 100, "reasoning": "r"}},
+        "factual_accuracy": {
+            "correctness": {"score": 80, "reasoning": "r"},
+            "completeness": {"score": 60, "reasoning": "r"},
+            "consistency": {"score": 100, "reasoning": "r"},
+        },
         "answer_class": {"class": "CORRECT"},
         "abstention": {"abstained": True},
         "label_answer": {k: 1 for k in LABELS},
-        "label_chunks": {"chunks": [{"chunk": i + 1, "topically_relevant": 1, "evidence_sufficient": int(i == 0),
-                                     "misleading": 0} for i in range(n_chunks)]},
+        "label_chunks": {
+            "chunks": [
+                {"chunk": i + 1, "topically_relevant": 1, "evidence_sufficient": int(i == 0), "misleading": 0}
+                for i in range(n_chunks)
+            ]
+        },
         "acknowledges_conflict": {"acknowledges_conflict": 1},
     }[prompt_id]
 
@@ -66,13 +84,21 @@ class ScriptedGateway:
         return JudgeResult("ok", output=out, **meta)
 
 
-def judge_outcomes(pairs: Sequence[tuple[GoldenCase, Capture]], metrics: Sequence[Metric], config: ScoringConfig,
-                   gateway: ScriptedGateway | None = None, encoder: Any = None) -> dict[str, dict[str, StepOutcome]]:
+def judge_outcomes(
+    pairs: Sequence[tuple[GoldenCase, Capture]],
+    metrics: Sequence[Metric],
+    config: ScoringConfig,
+    gateway: ScriptedGateway | None = None,
+    encoder: Any = None,
+) -> dict[str, dict[str, StepOutcome]]:
     """What the judge stage would hand the scoring batches, with a scripted judge."""
     judge = Judge(gateway or ScriptedGateway(), encoder)
     wanted = wanted_steps(metrics)
-    work = [(case.id, step, CaseView.of(case, capture, config.k))
-            for case, capture in pairs for step in steps_for(CaseContext(case, capture, config), wanted)]
+    work = [
+        (case.id, step, CaseView.of(case, capture, config.k))
+        for case, capture in pairs
+        for step in steps_for(CaseContext(case, capture, config), wanted)
+    ]
 
     async def run() -> list[StepOutcome]:
         return list(await asyncio.gather(*(run_step(judge, step, view) for _, step, view in work)))

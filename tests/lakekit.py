@@ -18,12 +18,18 @@ def land(lake: str, golden: str, target: str, run_id: str, *, minutes: int = 0, 
     plan.started_at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=minutes)
     captures = plan.target.capture(plan.golden.cases)
     embedding = plan.embedding_spec()
-    scored = score_batch(zip(plan.golden.cases, captures), plan.metrics, plan.config,
-                         encoder=embedding.encoder() if embedding else None, idf=embedding.idf if embedding else None)
+    scored = score_batch(
+        zip(plan.golden.cases, captures),
+        plan.metrics,
+        plan.config,
+        encoder=embedding.encoder() if embedding else None,
+        idf=embedding.idf if embedding else None,
+    )
     run_level = all_metrics(level="run")
     values = [v for m in run_level for v in m.fn(RunInputs(captures))]
-    record = plan.record(plan.started_at + dt.timedelta(seconds=5), len(captures),
-                         embedder_key=embedding.key if embedding else None)
+    record = plan.record(
+        plan.started_at + dt.timedelta(seconds=5), len(captures), embedder_key=embedding.key if embedding else None
+    )
     record.metric_versions.update(metric_versions(run_level))
     land_scored_run(plan.lake, record, plan.golden.cases, captures, scored, values, plan.scoring_id)
     return run_id

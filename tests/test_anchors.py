@@ -154,8 +154,13 @@ def test_fold_text_is_whitespace_folded_and_case_insensitive():
 def test_snippet_required(text, expected):
     segs = heading_segments("Atlas > Database")
     got = anchor_matches(
-        "work/atlas.md", segs, "work/atlas.md", segs,
-        chunk_text=text, snippets=["Postgres  16"], require_snippets=True,
+        "work/atlas.md",
+        segs,
+        "work/atlas.md",
+        segs,
+        chunk_text=text,
+        snippets=["Postgres  16"],
+        require_snippets=True,
     )
     assert got is expected
 
@@ -164,12 +169,15 @@ CAFE_NFC = "Caf\u00e9"  # precomposed é
 CAFE_NFD = "Cafe\u0301"  # e + combining acute accent
 
 
-@pytest.mark.parametrize(("snippet", "text"), [
-    (CAFE_NFC, f"Lunch at the {CAFE_NFD} on Monday."),
-    (CAFE_NFD, f"Lunch at the {CAFE_NFC} on Monday."),
-    ("CAF\u00c9", f"lunch at the {CAFE_NFD.lower()}"),  # case folded as well
-    ("\u212b ngstr\u00f6m", "A\u030a ngstro\u0308m"),  # Å (angstrom sign) vs A + ring: NFC makes both Å
-])
+@pytest.mark.parametrize(
+    ("snippet", "text"),
+    [
+        (CAFE_NFC, f"Lunch at the {CAFE_NFD} on Monday."),
+        (CAFE_NFD, f"Lunch at the {CAFE_NFC} on Monday."),
+        ("CAF\u00c9", f"lunch at the {CAFE_NFD.lower()}"),  # case folded as well
+        ("\u212b ngstr\u00f6m", "A\u030a ngstro\u0308m"),  # Å (angstrom sign) vs A + ring: NFC makes both Å
+    ],
+)
 def test_snippet_matching_is_unicode_normalised_on_both_sides(snippet, text):
     segs = ("Notes",)
     assert fold_text(snippet) in fold_text(text)
@@ -218,8 +226,13 @@ def test_require_snippets_without_snippets_matches_on_anchor():
 
 def test_snippet_does_not_rescue_a_wrong_anchor():
     assert not anchor_matches(
-        "a.md", ("Other",), "a.md", ("Atlas",),
-        chunk_text="Postgres 16", snippets=["Postgres 16"], require_snippets=True,
+        "a.md",
+        ("Other",),
+        "a.md",
+        ("Atlas",),
+        chunk_text="Postgres 16",
+        snippets=["Postgres 16"],
+        require_snippets=True,
     )
 
 
@@ -231,10 +244,13 @@ def _case(support: dict) -> GoldenCase:
 
 
 def _capture(*chunks: dict) -> Capture:
-    return Capture.model_validate({
-        "case_id": "a1", "answer": "an answer",
-        "retrieved": [dict(rank=i, **c) for i, c in enumerate(chunks, start=1)],
-    })
+    return Capture.model_validate(
+        {
+            "case_id": "a1",
+            "answer": "an answer",
+            "retrieved": [dict(rank=i, **c) for i, c in enumerate(chunks, start=1)],
+        }
+    )
 
 
 @pytest.mark.parametrize(

@@ -56,8 +56,17 @@ def _reference(idf: bool):
 
     from raglake.embed.encoders import get_embedder
 
-    P, R, F = bert_score.score(CANDS, REFS, model_type=str(get_embedder().path), num_layers=6, idf=idf, lang=None,
-                               batch_size=8, nthreads=0, rescale_with_baseline=False)
+    P, R, F = bert_score.score(
+        CANDS,
+        REFS,
+        model_type=str(get_embedder().path),
+        num_layers=6,
+        idf=idf,
+        lang=None,
+        batch_size=8,
+        nthreads=0,
+        rescale_with_baseline=False,
+    )
     return P.tolist(), R.tolist(), F.tolist()
 
 
@@ -90,19 +99,37 @@ def test_agrees_with_the_reference_implementation_with_idf(scorer) -> None:
 
 def _score(encoder, pairs: list[tuple[str, str | None]], config: ScoringConfig = ScoringConfig()):
     batch = score_batch(
-        [(GoldenCase(id=f"c{i}", question="q?", reference_answer=ref), Capture(case_id=f"c{i}", answer=ans))
-         for i, (ans, ref) in enumerate(pairs)],
-        [get_metric(m) for m in BERT_METRICS], config, encoder=encoder,
+        [
+            (GoldenCase(id=f"c{i}", question="q?", reference_answer=ref), Capture(case_id=f"c{i}", answer=ans))
+            for i, (ans, ref) in enumerate(pairs)
+        ],
+        [get_metric(m) for m in BERT_METRICS],
+        config,
+        encoder=encoder,
     )
     s = batch.scores
     return {(s["case_id"][i], s["metric"][i]): {c: s[c][i] for c in s} for i in range(len(s["case_id"]))}
 
 
 def test_empty_and_whitespace_texts_are_undefined(encoder) -> None:
-    rows = _score(encoder, [("", "Postgres 16."), ("  \n\t ", "Postgres 16."), ("Postgres 16.", ""),
-                            ("Postgres 16.", "   "), ("Postgres 16.", None), ("Postgres 16.", "Postgres 16.")])
-    for cid, reason in (("c0", "empty_answer"), ("c1", "empty_answer"), ("c2", "no_reference"),
-                        ("c3", "no_reference"), ("c4", "no_reference")):
+    rows = _score(
+        encoder,
+        [
+            ("", "Postgres 16."),
+            ("  \n\t ", "Postgres 16."),
+            ("Postgres 16.", ""),
+            ("Postgres 16.", "   "),
+            ("Postgres 16.", None),
+            ("Postgres 16.", "Postgres 16."),
+        ],
+    )
+    for cid, reason in (
+        ("c0", "empty_answer"),
+        ("c1", "empty_answer"),
+        ("c2", "no_reference"),
+        ("c3", "no_reference"),
+        ("c4", "no_reference"),
+    ):
         for m in BERT_METRICS:
             r = rows[cid, m]
             assert (r["status"], r["reason"]) == ("undefined", reason), (cid, m, r)
@@ -121,9 +148,14 @@ def test_identical_texts_score_one_and_never_above(encoder) -> None:
 
 
 def test_non_english_text_gives_a_finite_score(encoder) -> None:
-    rows = _score(encoder, [("Die Katze sitzt auf der Matte.", "Eine Katze saß auf der Matte."),
-                            ("猫がマットの上に座っている。", "猫はマットの上にいます。"),
-                            ("東京は日本の首都です。", "The capital of Japan is Tokyo.")])
+    rows = _score(
+        encoder,
+        [
+            ("Die Katze sitzt auf der Matte.", "Eine Katze saß auf der Matte."),
+            ("猫がマットの上に座っている。", "猫はマットの上にいます。"),
+            ("東京は日本の首都です。", "The capital of Japan is Tokyo."),
+        ],
+    )
     for cid in ("c0", "c1", "c2"):
         for m in BERT_METRICS:
             r = rows[cid, m]
@@ -132,12 +164,15 @@ def test_non_english_text_gives_a_finite_score(encoder) -> None:
 
 
 def test_a_text_beyond_the_max_sequence_uses_every_token(encoder) -> None:
-    filler = " ".join([
-        "The finance committee reviewed the quarterly budget figures.",
-        "Invoices are filed by the accounting team every Friday.",
-        "Office supplies are ordered through the procurement portal.",
-        "Travel expenses need a manager's approval before booking.",
-    ] * 50)
+    filler = " ".join(
+        [
+            "The finance committee reviewed the quarterly budget figures.",
+            "Invoices are filed by the accounting team every Friday.",
+            "Office supplies are ordered through the procurement portal.",
+            "Travel expenses need a manager's approval before booking.",
+        ]
+        * 50
+    )
     ending = "Penguins waddle across the Antarctic ice to reach their chicks."
     long_cand = f"{filler} {ending}"
     n_tokens = encoder.embedder.count_tokens([long_cand])[0]

@@ -32,11 +32,25 @@ from raglake.targets.builtin import BuiltinTarget
 # ---------------------------------------------------------------------------------------------
 # the corpus: two vaults (work, home), two folders each
 
-_PEOPLE = [("Ana", "Ben"), ("Ben", "Chen"), ("Chen", "Dana"), ("Dana", "Eli"), ("Eli", "Fay"), ("Fay", "Gus"),
-           ("Gus", "Hal"), ("Hal", "Ivy"), ("Ivy", "Jo"), ("Jo", "Kai"), ("Kai", "Lee"), ("Lee", "Ana")] * 2
+_PEOPLE = [
+    ("Ana", "Ben"),
+    ("Ben", "Chen"),
+    ("Chen", "Dana"),
+    ("Dana", "Eli"),
+    ("Eli", "Fay"),
+    ("Fay", "Gus"),
+    ("Gus", "Hal"),
+    ("Hal", "Ivy"),
+    ("Ivy", "Jo"),
+    ("Jo", "Kai"),
+    ("Kai", "Lee"),
+    ("Lee", "Ana"),
+] * 2
 ROTATION_WEEKS = "\n".join(
     f"- Week {i}: engineer {name} covers the pager from Monday 09:00 until the next Monday 09:00, "
-    f"with {backup} as the secondary." for i, (name, backup) in enumerate(_PEOPLE, start=1))
+    f"with {backup} as the secondary."
+    for i, (name, backup) in enumerate(_PEOPLE, start=1)
+)
 
 NOTES = {
     "work/projects/atlas.md": """---
@@ -74,8 +88,11 @@ Confirm that writes succeed before closing the incident.
 If the new primary misbehaves, demote it and restore traffic to the old primary from the latest snapshot.
 """,
     # a long section: split into parts by the token budget
-    "work/oncall/rotation.md": ("# On-call rotation 2024\n\n## Schedule\n" + ROTATION_WEEKS
-                                + "\n\n## Swaps\nSwaps need a week of notice in the team channel.\n"),
+    "work/oncall/rotation.md": (
+        "# On-call rotation 2024\n\n## Schedule\n"
+        + ROTATION_WEEKS
+        + "\n\n## Swaps\nSwaps need a week of notice in the team channel.\n"
+    ),
     "work/oncall/empty.md": "",
     "home/recipes/sourdough.md": """# Sourdough bread
 
@@ -125,12 +142,31 @@ EMPTY_SECTIONS = 6  # the H1 of every note with headings holds no text of its ow
 
 # questions that paraphrase one section (few shared words), and the section
 PARAPHRASES = [
-    ("q-water", "How frequently do my tomato plants need irrigating?", "home/garden/tomatoes.md", ("Tomatoes", "Watering")),
-    ("q-pests", "What bugs attack the tomatoes and how do I get rid of them?", "home/garden/tomatoes.md", ("Tomatoes", "Pests")),
+    (
+        "q-water",
+        "How frequently do my tomato plants need irrigating?",
+        "home/garden/tomatoes.md",
+        ("Tomatoes", "Watering"),
+    ),
+    (
+        "q-pests",
+        "What bugs attack the tomatoes and how do I get rid of them?",
+        "home/garden/tomatoes.md",
+        ("Tomatoes", "Pests"),
+    ),
     ("q-flour", "How much flour goes into the bread?", "home/recipes/sourdough.md", ("Sourdough bread", "Ingredients")),
-    ("q-push", "Which system delivers mobile alerts and how does it retry?", "work/projects/beacon.md", ("Beacon", "Overview")),
-    ("q-lag", "What happens if replication falls behind while copying the billing data?", "work/projects/atlas.md",
-     ("Atlas", "Goals", "Risks")),
+    (
+        "q-push",
+        "Which system delivers mobile alerts and how does it retry?",
+        "work/projects/beacon.md",
+        ("Beacon", "Overview"),
+    ),
+    (
+        "q-lag",
+        "What happens if replication falls behind while copying the billing data?",
+        "work/projects/atlas.md",
+        ("Atlas", "Goals", "Risks"),
+    ),
 ]
 UNANSWERABLE = ("q-none", "What is the capital of Mongolia?")
 
@@ -215,15 +251,27 @@ def test_spec_with_a_folder_and_options(corpus: Path, tmp_path: Path) -> None:
     assert c.rag_settings.abstain_below == 0.3
 
 
-@pytest.mark.parametrize(("option", "meant"), [("top_kk=3", "top_k"), ("folder_mod=on", "folder_mode"),
-                                              ("abstain_bellow=0.2", "abstain_below")])
+@pytest.mark.parametrize(
+    ("option", "meant"),
+    [("top_kk=3", "top_k"), ("folder_mod=on", "folder_mode"), ("abstain_bellow=0.2", "abstain_below")],
+)
 def test_unknown_option_says_did_you_mean(corpus: Path, tmp_path: Path, option: str, meant: str) -> None:
     with pytest.raises(UnknownNameError, match=f"did you mean '{meant}'"):
         make_target(f"builtin:{corpus}?{option}", Lake(str(tmp_path / "lake")))
 
 
-@pytest.mark.parametrize("option", ["top_k=three", "abstain_below=high", "folder_mode=sideways", "top_k=0",
-                                    "max_tokens=8", "overlap_tokens=150", "folders=1.5"])
+@pytest.mark.parametrize(
+    "option",
+    [
+        "top_k=three",
+        "abstain_below=high",
+        "folder_mode=sideways",
+        "top_k=0",
+        "max_tokens=8",
+        "overlap_tokens=150",
+        "folders=1.5",
+    ],
+)
 def test_bad_option_value_is_a_config_error(corpus: Path, tmp_path: Path, option: str) -> None:
     with pytest.raises(ConfigError) as info:
         make_target(f"builtin:{corpus}?{option}", Lake(str(tmp_path / "lake")))
@@ -244,7 +292,9 @@ def test_check_passes_on_an_existing_corpus(default_target: BuiltinTarget) -> No
 # the index manifest and coverage
 
 
-def test_manifest_counts_match_the_files_on_disk(default_target: BuiltinTarget, corpus: Path, embedder: Embedder) -> None:
+def test_manifest_counts_match_the_files_on_disk(
+    default_target: BuiltinTarget, corpus: Path, embedder: Embedder
+) -> None:
     m = default_target.manifest()
     stats = m.stats()
     on_disk = files_on_disk(corpus)
@@ -256,11 +306,17 @@ def test_manifest_counts_match_the_files_on_disk(default_target: BuiltinTarget, 
     assert stats["docs_with_zero_chunks"] == 2
     reasons = {d.rel_path: d.reason for d in m.docs}
     assert reasons == {p: None for p in on_disk} | {
-        "home/garden/seed-list.txt": "unsupported_type", "work/projects/scan.pdf": "unsupported_type",
-        "work/oncall/empty.md": "empty_file", "home/recipes/draft.md": "front_matter_only"}
+        "home/garden/seed-list.txt": "unsupported_type",
+        "work/projects/scan.pdf": "unsupported_type",
+        "work/oncall/empty.md": "empty_file",
+        "home/recipes/draft.md": "front_matter_only",
+    }
     assert {d.rel_path: d.status for d in m.docs if d.status != "indexed"} == {
-        "home/garden/seed-list.txt": "skipped", "work/projects/scan.pdf": "skipped",
-        "work/oncall/empty.md": "no_chunks", "home/recipes/draft.md": "no_chunks"}
+        "home/garden/seed-list.txt": "skipped",
+        "work/projects/scan.pdf": "skipped",
+        "work/oncall/empty.md": "no_chunks",
+        "home/recipes/draft.md": "no_chunks",
+    }
     assert {d.rel_path: d.doc_type for d in m.docs} == {p: "." + p.rsplit(".", 1)[1] for p in on_disk}
 
     chunks = default_target._ensure().index.chunks
@@ -294,10 +350,12 @@ def test_coverage_rows_are_consistent_with_stats(default_target: BuiltinTarget) 
     overall = {s: v for s, t, r, v in rows if t is None and r is None}
     assert overall == {k: float(v) for k, v in m.stats().items() if v is not None}
     by_reason = {(s, r): v for s, t, r, v in rows if r is not None}
-    assert by_reason == {("chunks_skipped", "empty_section"): float(EMPTY_SECTIONS),
-                         ("docs_not_indexed", "unsupported_type"): 2.0,
-                         ("docs_not_indexed", "empty_file"): 1.0,
-                         ("docs_not_indexed", "front_matter_only"): 1.0}
+    assert by_reason == {
+        ("chunks_skipped", "empty_section"): float(EMPTY_SECTIONS),
+        ("docs_not_indexed", "unsupported_type"): 2.0,
+        ("docs_not_indexed", "empty_file"): 1.0,
+        ("docs_not_indexed", "front_matter_only"): 1.0,
+    }
     by_type = {(s, t): v for s, t, r, v in rows if t is not None}
     assert {t for _, t in by_type} == {".md", ".txt", ".pdf"}
     assert (by_type[("docs", ".md")], by_type[("docs", ".txt")], by_type[("docs", ".pdf")]) == (8.0, 1.0, 1.0)
@@ -310,7 +368,8 @@ def test_coverage_rows_are_consistent_with_stats(default_target: BuiltinTarget) 
 
 
 def test_index_version_is_stable_and_changes_with_content_and_chunk_settings(
-        default_target: BuiltinTarget, corpus: Path, lake_url: str, tmp_path: Path) -> None:
+    default_target: BuiltinTarget, corpus: Path, lake_url: str, tmp_path: Path
+) -> None:
     first = default_target.manifest().index_version
     again = target(corpus, lake_url)
     assert again.manifest().index_version == first and len(first) == 16
@@ -368,7 +427,8 @@ class SpyEmbedder:
 
 
 def test_second_build_encodes_nothing_and_a_changed_note_reencodes_only_its_chunks(
-        embedder: Embedder, corpus: Path, tmp_path: Path) -> None:
+    embedder: Embedder, corpus: Path, tmp_path: Path
+) -> None:
     copy = Path(shutil.copytree(corpus, tmp_path / "corpus"))
     cache_root = tmp_path / "vectors"
     settings = ChunkSettings()
@@ -390,8 +450,10 @@ def test_second_build_encodes_nothing_and_a_changed_note_reencodes_only_its_chun
     assert second.manifest.index_version == first.manifest.index_version
 
     note = copy / "home/garden/tomatoes.md"
-    note.write_text(note.read_text().replace("twice a week", "three times a week")
-                    .replace("soapy water", "neem oil"), encoding="utf-8")
+    note.write_text(
+        note.read_text().replace("twice a week", "three times a week").replace("soapy water", "neem oil"),
+        encoding="utf-8",
+    )
     spy3 = SpyEmbedder(embedder)
     third, enc3 = build(spy3)
     new_texts = {c.embed_text for c in third.chunks} - distinct
@@ -454,10 +516,16 @@ def test_folder_mode_on_restricts_retrieval_to_the_selected_folders(corpus: Path
 def test_scope_miss_is_computable_with_folder_scoping(corpus: Path, lake_url: str) -> None:
     scope_miss = get_metric("scope_miss").fn
     question = PARAPHRASES[0][1]  # tomatoes: the selector keeps home/garden
-    inside = GoldenCase(id="in", question=question,
-                        gold_supports=[{"rel_path": "home/garden/tomatoes.md", "heading_path": "Tomatoes > Watering"}])
-    outside = GoldenCase(id="out", question=question,
-                         gold_supports=[{"rel_path": "work/oncall/db-failover.md", "heading_path": "Database failover runbook"}])
+    inside = GoldenCase(
+        id="in",
+        question=question,
+        gold_supports=[{"rel_path": "home/garden/tomatoes.md", "heading_path": "Tomatoes > Watering"}],
+    )
+    outside = GoldenCase(
+        id="out",
+        question=question,
+        gold_supports=[{"rel_path": "work/oncall/db-failover.md", "heading_path": "Database failover runbook"}],
+    )
     on = target(corpus, lake_url, "folder_mode=on&folders=1")
     cap_in, cap_out = on.capture([inside, outside])
     assert cap_in.selected_folders == ["home/garden"]
@@ -510,7 +578,8 @@ def test_answer_cites_ranks_listed_in_references(corpus: Path, lake_url: str) ->
         cited = sorted({int(n) for _, n in pieces})
         assert all(1 <= n <= len(capture.retrieved) for n in cited)
         assert [(r.rel_path, r.heading_path) for r in capture.references] == [
-            (capture.retrieved[n - 1].rel_path, capture.retrieved[n - 1].heading_path) for n in cited]
+            (capture.retrieved[n - 1].rel_path, capture.retrieved[n - 1].heading_path) for n in cited
+        ]
         for sentence, n in pieces:  # extractive: each sentence is in the chunk it cites
             assert sentence in capture.retrieved[int(n) - 1].text, (sentence, n)
 
@@ -545,10 +614,15 @@ def test_default_target_captures_validate(default_target: BuiltinTarget) -> None
 
 
 def test_embedder_paraphrase_scores_above_unrelated_and_key_has_a_stable_weights_hash(
-        embedder: Embedder, tmp_path: Path) -> None:
-    a, para, other = embedder.encode(["The meeting was moved to Thursday afternoon.",
-                                      "We rescheduled the meeting for Thursday after lunch.",
-                                      "Tomatoes need plenty of sunlight."])
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    a, para, other = embedder.encode(
+        [
+            "The meeting was moved to Thursday afternoon.",
+            "We rescheduled the meeting for Thursday after lunch.",
+            "Tomatoes need plenty of sunlight.",
+        ]
+    )
     assert np.allclose([np.linalg.norm(v) for v in (a, para, other)], 1.0, atol=1e-5)
     assert float(a @ para) > float(a @ other) + 0.3
 

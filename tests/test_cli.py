@@ -59,8 +59,10 @@ def test_main_job_evaluates_the_builtin_target_with_coverage(tmp_path: Path) -> 
     assert coverage[("docs_not_indexed", None, "unsupported_type")] == len(files) - len(markdown)
     empty = [p for p in markdown if not p.read_text().strip() or p.read_text().strip().endswith("---")]
     assert coverage[("docs_with_zero_chunks", None, None)] == len(empty) >= 2
-    assert coverage[("chunks_embedded", None, None)] + coverage[("chunks_skipped", None, None)] == \
-        coverage[("chunks_attempted", None, None)]
+    assert (
+        coverage[("chunks_embedded", None, None)] + coverage[("chunks_skipped", None, None)]
+        == coverage[("chunks_attempted", None, None)]
+    )
     index_version = q.index_versions([run_id])[run_id]
     assert index_version and {r["index_version"] for r in q.coverage(run_id)} == {index_version}
     out = _run("coverage", lake=lake).stdout
@@ -81,8 +83,12 @@ def test_two_replayed_methods_then_breakdown_sql_and_compare(tmp_path: Path) -> 
     out = _run("breakdown", "--by", "target", lake=lake).stdout
     assert "basic_search" in out and "local_search" in out
 
-    out = _run("sql", "SELECT run_id, count(DISTINCT case_id) AS n FROM cases GROUP BY run_id ORDER BY run_id",
-               "--json", lake=lake).stdout
+    out = _run(
+        "sql",
+        "SELECT run_id, count(DISTINCT case_id) AS n FROM cases GROUP BY run_id ORDER BY run_id",
+        "--json",
+        lake=lake,
+    ).stdout
     golden_cases = len((ROOT / "data" / "golden" / "sample.jsonl").read_text().strip().splitlines())
     assert out.count(f'"n": {golden_cases}') == 2
 
@@ -96,10 +102,13 @@ def test_bad_golden_file_exits_2_with_file_line_field_and_lands_nothing(tmp_path
     lake = str(tmp_path / "lake")
     bad = tmp_path / "golden.jsonl"
     bad.write_text('{"id": "a", "question": "q"}\n{"id": "b", "question": "r", "difficulty": "hardd"}\n')
-    done = _run("run", "--golden", str(bad), "--target", f"replay:{FIXTURES / 'mini_captures.jsonl'}",
-                lake=lake, check=False)
+    done = _run(
+        "run", "--golden", str(bad), "--target", f"replay:{FIXTURES / 'mini_captures.jsonl'}", lake=lake, check=False
+    )
     assert done.returncode == 2
-    assert f"{bad}:2: field 'difficulty': unknown difficulty 'hardd' (did you mean 'hard'?)" in " ".join(done.stdout.split())
+    assert f"{bad}:2: field 'difficulty': unknown difficulty 'hardd' (did you mean 'hard'?)" in " ".join(
+        done.stdout.split()
+    )
     assert not Path(lake).exists()
 
 
@@ -113,8 +122,9 @@ def test_unknown_names_get_suggestions(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "text", "line", "field", "words"), BAD, ids=[b[0] for b in BAD])
-def test_every_bad_golden_file_leaves_an_existing_lake_untouched(tmp_path: Path, name: str, text: str, line: int,
-                                                                 field: str | None, words: str) -> None:
+def test_every_bad_golden_file_leaves_an_existing_lake_untouched(
+    tmp_path: Path, name: str, text: str, line: int, field: str | None, words: str
+) -> None:
     from typer.testing import CliRunner
 
     from raglake.cli import app
@@ -124,8 +134,9 @@ def test_every_bad_golden_file_leaves_an_existing_lake_untouched(tmp_path: Path,
     before = {p: p.read_bytes() for p in Path(lake).rglob("*") if p.is_file()}
     bad = tmp_path / name
     bad.write_text(text)
-    result = CliRunner().invoke(app, ["run", "--golden", str(bad), "--target",
-                                      f"replay:{FIXTURES / 'mini_captures.jsonl'}", "--lake", lake])
+    result = CliRunner().invoke(
+        app, ["run", "--golden", str(bad), "--target", f"replay:{FIXTURES / 'mini_captures.jsonl'}", "--lake", lake]
+    )
     assert isinstance(result.exception, InputError)
     assert str(result.exception).startswith(f"{bad}:{line}:") and words in str(result.exception)
     assert result.exception.field == field
@@ -146,10 +157,12 @@ def test_breakdown_and_trend_refuse_unknown_metrics_and_targets(tmp_path: Path, 
     lake = str(tmp_path / "lake")
     land(lake, str(FIXTURES / "mini_golden.jsonl"), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-mini")
     recall = "unknown metric 'recall_any_at_5' (did you mean 'recall_any_at_k'?)"
-    cases = ((("breakdown", "-m", "recall_any_at_5"), recall),
-             (("breakdown", "--long", "-m", "mrr_at_k,mrr_at_kk"), "metric 'mrr_at_kk' (did you mean 'mrr_at_k'?)"),
-             (("trend", "--metric", "recall_any_at_5"), recall),
-             (("trend", "--target", "m11"), "unknown target 'm11' (did you mean 'm1'?)"))
+    cases = (
+        (("breakdown", "-m", "recall_any_at_5"), recall),
+        (("breakdown", "--long", "-m", "mrr_at_k,mrr_at_kk"), "metric 'mrr_at_kk' (did you mean 'mrr_at_k'?)"),
+        (("trend", "--metric", "recall_any_at_5"), recall),
+        (("trend", "--target", "m11"), "unknown target 'm11' (did you mean 'm1'?)"),
+    )
     for args, words in cases:
         code, out = _main(monkeypatch, capsys, *args, "--lake", lake)
         assert code == 2 and out.startswith("error:") and words in out, (args, out)
@@ -174,8 +187,23 @@ def test_run_loads_and_checks_each_input_once(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(plan, "make_target", lambda spec, *a, **kw: targets.append(spec) or real_target(spec, *a, **kw))
     lake, golden = str(tmp_path / "lake"), str(FIXTURES / "mini_golden.jsonl")
     replay = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
-    result = CliRunner().invoke(app, ["run", "--golden", golden, "--target", replay, "--target", f"{replay}",
-                                      "--metrics", "mrr_at_k", "--lake", lake, "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--golden",
+            golden,
+            "--target",
+            replay,
+            "--target",
+            f"{replay}",
+            "--metrics",
+            "mrr_at_k",
+            "--lake",
+            lake,
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert len(re.search(r"landed run\(s\): (.+?)\s+\(lake", " ".join(result.output.split())).group(1).split()) == 2
     assert loads == [golden, golden] and targets == [replay, replay]

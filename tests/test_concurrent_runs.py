@@ -53,10 +53,35 @@ def test_two_writers_and_a_reader(tmp_path) -> None:
 
     reader = threading.Thread(target=poll, name="lake-reader")
     reader.start()
-    writers = [subprocess.Popen(
-        [sys.executable, "-m", "raglake", "run", "--golden", SAMPLE_GOLDEN, "--target", SAMPLE_CAPTURES[1],
-         "--lake", lake, "--run-id", run_id, "--metrics", METRICS, "--batch-size", "10", "--quiet"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for run_id in ("r-one", "r-two")]
+    writers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "raglake",
+                "run",
+                "--golden",
+                SAMPLE_GOLDEN,
+                "--target",
+                SAMPLE_CAPTURES[1],
+                "--lake",
+                lake,
+                "--run-id",
+                run_id,
+                "--metrics",
+                METRICS,
+                "--batch-size",
+                "10",
+                "--quiet",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for run_id in ("r-one", "r-two")
+    ]
     try:
         outputs = [w.communicate(timeout=300) for w in writers]
     finally:

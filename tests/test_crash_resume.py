@@ -37,14 +37,31 @@ def write_inputs(folder: Path, n: int = N_CASES) -> tuple[str, str]:
     folder.mkdir(parents=True, exist_ok=True)
     golden, captures = [], []
     for i in range(1, n + 1):
-        golden.append({"id": f"k{i}", "question": f"What does service {i} store?", "tags": ["crash"],
-                       "reference_answer": f"Service {i} stores ledger entries of kind {i}.",
-                       "gold_supports": [{"rel_path": f"svc/{i}.md", "heading_path": "Storage"}]})
-        captures.append({"case_id": f"k{i}", "method": "m1", "answer": f"It stores kind {i} ledger entries [1].",
-                         "retrieved": [{"rank": 1 + i % 2, "rel_path": f"svc/{i}.md", "heading_path": "Storage > Kinds",
-                                        "text": f"Service {i} keeps kind {i} entries."},
-                                       {"rank": 2 - i % 2, "rel_path": "svc/other.md", "heading_path": "Other",
-                                        "text": "Unrelated."}]})
+        golden.append(
+            {
+                "id": f"k{i}",
+                "question": f"What does service {i} store?",
+                "tags": ["crash"],
+                "reference_answer": f"Service {i} stores ledger entries of kind {i}.",
+                "gold_supports": [{"rel_path": f"svc/{i}.md", "heading_path": "Storage"}],
+            }
+        )
+        captures.append(
+            {
+                "case_id": f"k{i}",
+                "method": "m1",
+                "answer": f"It stores kind {i} ledger entries [1].",
+                "retrieved": [
+                    {
+                        "rank": 1 + i % 2,
+                        "rel_path": f"svc/{i}.md",
+                        "heading_path": "Storage > Kinds",
+                        "text": f"Service {i} keeps kind {i} entries.",
+                    },
+                    {"rank": 2 - i % 2, "rel_path": "svc/other.md", "heading_path": "Other", "text": "Unrelated."},
+                ],
+            }
+        )
     g, c = folder / "golden.jsonl", folder / "captures.jsonl"
     g.write_text("".join(json.dumps(x) + "\n" for x in golden))
     c.write_text("".join(json.dumps(x) + "\n" for x in captures))
@@ -61,12 +78,29 @@ class World:
 
     def raglake(self, *args: str, crash: tuple[str, int] | None = None) -> subprocess.CompletedProcess:
         head = [sys.executable, CRASHKIT, crash[0], str(crash[1])] if crash else [sys.executable, "-m", "raglake"]
-        return subprocess.run([*head, *args], check=False, cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=300)
+        return subprocess.run(
+            [*head, *args], check=False, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
+        )
 
     def run_args(self, run_id: str, k: int, metrics: list[str], judged: bool) -> list[str]:
-        args = ["run", "--golden", self.golden, "--target", self.target, "--lake", self.lake, "--run-id", run_id,
-                "--k", str(k), "--metrics", ",".join(metrics), "--batch-size", "10", "--quiet"]
+        args = [
+            "run",
+            "--golden",
+            self.golden,
+            "--target",
+            self.target,
+            "--lake",
+            self.lake,
+            "--run-id",
+            run_id,
+            "--k",
+            str(k),
+            "--metrics",
+            ",".join(metrics),
+            "--batch-size",
+            "10",
+            "--quiet",
+        ]
         if judged:
             args += ["--judge-base-url", self.judge.url, "--judge-model", "gpt-4o-mini", "--judge-concurrency", "1"]
         return args
@@ -78,9 +112,12 @@ def world(tmp_path_factory, prefect_harness):
 
     folder = tmp_path_factory.mktemp("crash")
     golden, target = write_inputs(folder / "inputs")
-    env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url),
-           "RAGLAKE_CACHE": str(folder / "cache"),  # a cold vector cache: the embedding stage has work to do
-           "OPENAI_API_KEY": "sk-crash-test"}
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": str(get_current_settings().api.url),
+        "RAGLAKE_CACHE": str(folder / "cache"),  # a cold vector cache: the embedding stage has work to do
+        "OPENAI_API_KEY": "sk-crash-test",
+    }
     env.pop("RAGLAKE_LAKE", None)
     with FakeOpenAI() as judge:
         yield World(str(folder / "lake"), golden, target, env, judge)
@@ -99,8 +136,11 @@ SCENARIOS = {
 def _raw_score_pairs(lake: str, run_id: str) -> list[tuple[str, str]]:
     """(case, metric) of every row in the run's scores partition, read without the lake's views."""
     folder = Path(lake) / "scores" / f"run_id={run_id}"
-    return [(r["case_id"], r["metric"]) for f in sorted(folder.glob("*.parquet"))
-            for r in pq.read_table(f, columns=["case_id", "metric"]).to_pylist()]
+    return [
+        (r["case_id"], r["metric"])
+        for f in sorted(folder.glob("*.parquet"))
+        for r in pq.read_table(f, columns=["case_id", "metric"]).to_pylist()
+    ]
 
 
 def _judge_calls(lake: str, run_id: str) -> int:
@@ -129,23 +169,31 @@ def test_kill_9_then_retry_lands_the_retry_whole(world: World, stage: str) -> No
     assert len(pairs) == len(set(pairs)) == N_CASES * len(metrics2)  # one row per case × metric, raw files
     assert {m for _, m in pairs} == set(metrics2)  # no stale metric
     con = connect(Lake(world.lake))
-    assert fetch(con, "SELECT count(*), count(DISTINCT case_id || '|' || metric), "
-                      "list(DISTINCT metric ORDER BY metric) FROM scores WHERE run_id = $r",
-                 r=run_id) == [(len(pairs), len(pairs), sorted(metrics2))]
-    assert fetch(con, "SELECT count(*), count(DISTINCT case_id) FROM cases WHERE run_id = $r", r=run_id) == \
-        [(N_CASES, N_CASES)]  # no case lost or duplicated
+    assert fetch(
+        con,
+        "SELECT count(*), count(DISTINCT case_id || '|' || metric), "
+        "list(DISTINCT metric ORDER BY metric) FROM scores WHERE run_id = $r",
+        r=run_id,
+    ) == [(len(pairs), len(pairs), sorted(metrics2))]
+    assert fetch(con, "SELECT count(*), count(DISTINCT case_id) FROM cases WHERE run_id = $r", r=run_id) == [
+        (N_CASES, N_CASES)
+    ]  # no case lost or duplicated
     ((k, versions),) = fetch(con, "SELECT k, metric_versions FROM runs WHERE run_id = $r", r=run_id)
     recorded = set(json.loads(versions))
     assert k == k2 and set(metrics2) <= recorded and not (set(metrics1) - set(metrics2)) & recorded
-    assert scalar(con, "SELECT count(*) FROM scores WHERE run_id = $r AND status NOT IN ('ok', 'undefined')",
-                  r=run_id) == 0
+    assert (
+        scalar(con, "SELECT count(*) FROM scores WHERE run_id = $r AND status NOT IN ('ok', 'undefined')", r=run_id)
+        == 0
+    )
     leftovers = [str(p) for p in Path(world.lake).rglob(f"*{run_id}*") if p.name.endswith(".tmp")]
     leftovers += [str(p) for p in (Path(world.lake) / "scores" / f"run_id={run_id}").glob(".*")]
     assert not leftovers
 
     if judged:  # paid calls: the flushed ones are reused, only the unflushed tail is paid twice
-        print(f"judge: killed attempt paid {paid_killed}, flushed {flushed}; retry paid {paid_retry}; "
-              f"paid twice {paid_killed + paid_retry - N_CASES}")
+        print(
+            f"judge: killed attempt paid {paid_killed}, flushed {flushed}; retry paid {paid_retry}; "
+            f"paid twice {paid_killed + paid_retry - N_CASES}"
+        )
         assert paid_killed == JUDGE_KILL_AT and flushed == FLUSH_EVERY * (JUDGE_KILL_AT // FLUSH_EVERY)
         assert paid_retry == N_CASES - flushed
         assert paid_killed + paid_retry - N_CASES == JUDGE_KILL_AT - flushed < FLUSH_EVERY

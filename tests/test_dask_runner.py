@@ -19,13 +19,25 @@ pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 GOLDEN = "data/golden/sample.jsonl"
 TARGET = "replay:data/captures/local_search.jsonl"
 # deterministic and embedding metrics: the workers read the vectors the flow's embedding stage cached
-METRICS = ["recall_any_at_k", "mrr_at_k", "ndcg_at_k", "scope_miss", "attribution_hit", "abstention_accuracy",
-           "context_relevance", "answer_correctness_emb", "answer_hallucination"]
+METRICS = [
+    "recall_any_at_k",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "scope_miss",
+    "attribution_hit",
+    "abstention_accuracy",
+    "context_relevance",
+    "answer_correctness_emb",
+    "answer_hallucination",
+]
 
 
 def _scores(lake: str) -> dict[tuple[str, str], tuple]:
-    rows = connect(Lake(lake)).sql(
-        "SELECT case_id, metric, value, status, reason, metric_version, embedder FROM scores").fetchall()
+    rows = (
+        connect(Lake(lake))
+        .sql("SELECT case_id, metric, value, status, reason, metric_version, embedder FROM scores")
+        .fetchall()
+    )
     return {(c, m): ("nan" if v is not None and math.isnan(v) else v, s, r, ver, e) for c, m, v, s, r, ver, e in rows}
 
 
@@ -35,8 +47,17 @@ def test_dask_local_cluster_lands_the_same_scores_as_threads(tmp_path: Path) -> 
     runs = {}
     for runner in ("thread", "dask"):
         lake, results = str(tmp_path / runner / "lake"), tmp_path / runner / "results"
-        evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS, batch_size=20, results=str(results),
-                 runner=runner))
+        evaluate(
+            RunSettings(
+                golden=GOLDEN,
+                target=TARGET,
+                lake=lake,
+                metrics=METRICS,
+                batch_size=20,
+                results=str(results),
+                runner=runner,
+            )
+        )
         runs[runner] = _scores(lake)
         # each runner computed its batches itself (own result store): no cache hit from the other run
         assert any(results.rglob("*")), f"the {runner} runner persisted no task results"
@@ -51,12 +72,15 @@ def test_dask_local_cluster_lands_the_same_scores_as_threads(tmp_path: Path) -> 
     assert any(v[1] == "ok" and v[0] != "nan" for (c, m), v in runs["dask"].items() if m == "context_relevance")
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("thread", RunnerSpec("thread")),
-    (None, RunnerSpec("thread")),
-    ("dask", RunnerSpec("dask")),
-    ("dask:tcp://10.0.0.5:8786", RunnerSpec("dask", "tcp://10.0.0.5:8786")),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("thread", RunnerSpec("thread")),
+        (None, RunnerSpec("thread")),
+        ("dask", RunnerSpec("dask")),
+        ("dask:tcp://10.0.0.5:8786", RunnerSpec("dask", "tcp://10.0.0.5:8786")),
+    ],
+)
 def test_runner_specs_parse(spec, expected) -> None:
     assert RunnerSpec.parse(spec) == expected
 
@@ -74,16 +98,27 @@ def test_lake_and_result_store_on_fsspec_urls(tmp_path: Path) -> None:
     from raglake.flows.evaluate import evaluate
 
     lake, results = "memory://raglake-url-test/lake", "memory://raglake-url-test/results"
-    first = evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results))
-    rows = connect(Lake(lake)).sql("SELECT count(*), count(DISTINCT metric) FROM scores WHERE run_id = $r",
-                                   params={"r": first}).fetchall()
+    first = evaluate(
+        RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results)
+    )
+    rows = (
+        connect(Lake(lake))
+        .sql("SELECT count(*), count(DISTINCT metric) FROM scores WHERE run_id = $r", params={"r": first})
+        .fetchall()
+    )
     assert rows == [(66 * 3, 3)]
     import fsspec
 
     stored = fsspec.filesystem("memory").find("/raglake-url-test/results")
     assert stored, "no task result landed in the memory:// result store"
-    second = evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results))
-    assert second != first and _scores(lake) and len(fsspec.filesystem("memory").find("/raglake-url-test/results")) == len(stored)
+    second = evaluate(
+        RunSettings(golden=GOLDEN, target=TARGET, lake=lake, metrics=METRICS[:3], batch_size=30, results=results)
+    )
+    assert (
+        second != first
+        and _scores(lake)
+        and len(fsspec.filesystem("memory").find("/raglake-url-test/results")) == len(stored)
+    )
 
 
 def test_dask_workers_get_the_api_url_from_the_cluster_not_from_this_process(monkeypatch) -> None:

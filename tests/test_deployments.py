@@ -28,7 +28,7 @@ def test_every_deployment_imports_and_its_parameters_validate(deployment) -> Non
     assert isinstance(flow, Flow)
     validated = flow.validate_parameters(deployment.get("parameters", {}))
     assert set(validated) >= set(deployment.get("parameters", {}))
-    with pytest.raises(Exception):  # a parameter the flow does not take is refused
+    with pytest.raises(Exception):  # noqa: B017 - Prefect's own error type: a parameter the flow does not take
         flow.validate_parameters({**deployment.get("parameters", {}), "not_a_parameter": 1})
     settings = validated["settings"]  # the one typed parameter, built from the YAML's plain mapping
     assert isinstance(settings, (RunSettings, RescoreSettings))
@@ -46,18 +46,31 @@ def test_a_deployment_passes_judge_and_scoring_settings_as_mappings_and_bad_valu
     from prefect.exceptions import ParameterTypeError
 
     flow = _flow("raglake.flows.evaluate:evaluate")
-    given = {"target": "replay:data/captures/basic_search.jsonl", "scoring": {"bertscore_idf": True, "theta_s": 0.6},
-             "judge": {"base_url": "http://judge:8000/v1", "model": "m", "api_key_env": "JUDGE_KEY", "concurrency": 2},
-             "spot_check": {"model": "m2", "share": 0.2}}
+    given = {
+        "target": "replay:data/captures/basic_search.jsonl",
+        "scoring": {"bertscore_idf": True, "theta_s": 0.6},
+        "judge": {"base_url": "http://judge:8000/v1", "model": "m", "api_key_env": "JUDGE_KEY", "concurrency": 2},
+        "spot_check": {"model": "m2", "share": 0.2},
+    }
     settings = flow.validate_parameters({"settings": given})["settings"]
     assert isinstance(settings, RunSettings)
     assert settings.scoring_config().bertscore_idf and settings.scoring_config().theta_s == 0.6
     judge, spot = settings.judge_configs()
     assert (judge.base_url, judge.model, judge.api_key_env, judge.concurrency) == (
-        "http://judge:8000/v1", "m", "JUDGE_KEY", 2)
+        "http://judge:8000/v1",
+        "m",
+        "JUDGE_KEY",
+        2,
+    )
     assert (spot.model, spot.base_url, settings.spot_check.share) == ("m2", "http://judge:8000/v1", 0.2)
-    for bad in ({"k": 0}, {"judge": {"base_url": "judge:8000", "model": "m"}}, {"scoring": {"theta_s": 2}},
-                {"spot_check": {"model": "m2"}}, {"metrics": ["recal_any_at_k"]}, {"judge_model": "m"}):
+    for bad in (
+        {"k": 0},
+        {"judge": {"base_url": "judge:8000", "model": "m"}},
+        {"scoring": {"theta_s": 2}},
+        {"spot_check": {"model": "m2"}},
+        {"metrics": ["recal_any_at_k"]},
+        {"judge_model": "m"},
+    ):
         with pytest.raises(ParameterTypeError):
             flow.validate_parameters({"settings": bad})
 

@@ -25,8 +25,14 @@ def test_no_two_files_differ_only_by_case() -> None:
     folded = defaultdict(set)
     for folder, dirs, files in os.walk(ROOT):
         here = Path(folder).relative_to(ROOT)
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _NOT_SOURCE and not d.endswith(".egg-info")
-                   and (here / d).as_posix() != "data/lake"]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _NOT_SOURCE
+            and not d.endswith(".egg-info")
+            and (here / d).as_posix() != "data/lake"
+        ]
         for name in dirs + files:
             folded[(here / name).as_posix().lower()].add((here / name).as_posix())
     assert not [names for names in folded.values() if len(names) > 1]

@@ -17,27 +17,66 @@ from raglake.pipeline.settings import RunSettings
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
-VECTOR_METRICS = ["context_relevance", "context_sufficiency", "answer_relevance_emb", "answer_correctness_emb",
-                  "answer_hallucination", "semantic_similarity"]
+VECTOR_METRICS = [
+    "context_relevance",
+    "context_sufficiency",
+    "answer_relevance_emb",
+    "answer_correctness_emb",
+    "answer_hallucination",
+    "semantic_similarity",
+]
 METRICS = [*VECTOR_METRICS, "bert_score_f1"]
 SCORING = {"theta_s": 0.45, "theta_h": 0.35}
 
 GOLDEN = [
-    {"id": "e1", "question": "Which database does Atlas use?", "reference_answer": "Atlas stores its data in Postgres 16."},
+    {
+        "id": "e1",
+        "question": "Which database does Atlas use?",
+        "reference_answer": "Atlas stores its data in Postgres 16.",
+    },
     {"id": "e2", "question": "When is the launch?", "reference_answer": "The launch is on May 12."},
-    {"id": "e3", "question": "What is my bank password?", "reference_answer": "The notes do not say.", "answerable": False},
+    {
+        "id": "e3",
+        "question": "What is my bank password?",
+        "reference_answer": "The notes do not say.",
+        "answerable": False,
+    },
     {"id": "e4", "question": "Who owns billing?", "reference_answer": "Dana owns billing."},
 ]
 SHARED_CHUNK = "We run Postgres 16 for Atlas."
 CAPTURES = [
-    {"case_id": "e1", "method": "m", "answer": "Atlas uses Postgres 16. The database runs on a dedicated server.",
-     "abstained": False, "retrieved": [
-         {"rank": 1, "rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": SHARED_CHUNK},
-         {"rank": 2, "rel_path": "work/team.md", "heading_path": "Team", "text": "The Atlas team meets on Mondays."}]},
-    {"case_id": "e2", "method": "m", "answer": "The launch moved to May 12.", "abstained": False, "retrieved": [
-        {"rank": 1, "rel_path": "work/launch.md", "heading_path": "Launch", "text": "The launch moved from March to May 12."},
-        {"rank": 2, "rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": SHARED_CHUNK}]},
-    {"case_id": "e3", "method": "m", "answer": "I could not find this in the notes.", "abstained": True, "retrieved": []},
+    {
+        "case_id": "e1",
+        "method": "m",
+        "answer": "Atlas uses Postgres 16. The database runs on a dedicated server.",
+        "abstained": False,
+        "retrieved": [
+            {"rank": 1, "rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": SHARED_CHUNK},
+            {"rank": 2, "rel_path": "work/team.md", "heading_path": "Team", "text": "The Atlas team meets on Mondays."},
+        ],
+    },
+    {
+        "case_id": "e2",
+        "method": "m",
+        "answer": "The launch moved to May 12.",
+        "abstained": False,
+        "retrieved": [
+            {
+                "rank": 1,
+                "rel_path": "work/launch.md",
+                "heading_path": "Launch",
+                "text": "The launch moved from March to May 12.",
+            },
+            {"rank": 2, "rel_path": "work/atlas.md", "heading_path": "Atlas > Database", "text": SHARED_CHUNK},
+        ],
+    },
+    {
+        "case_id": "e3",
+        "method": "m",
+        "answer": "I could not find this in the notes.",
+        "abstained": True,
+        "retrieved": [],
+    },
     {"case_id": "e4", "method": "m", "status": "error", "error": "HTTP 502", "answer": "", "retrieved": []},
 ]
 # distinct texts: e1 question, answer, its 2 sentences, reference, 2 chunks (7); e2 question, answer (= its one
@@ -58,14 +97,19 @@ def inputs(tmp_path: Path, monkeypatch) -> tuple[str, str]:
 
 
 def _scores(con, run_id: str) -> dict[tuple[str, str], tuple]:
-    rows = fetch(con, "SELECT case_id, metric, value, status, reason, embedder FROM scores "
-                      "WHERE run_id = $r AND metric IN (SELECT metric FROM metrics WHERE family = 'embedding')", r=run_id)
+    rows = fetch(
+        con,
+        "SELECT case_id, metric, value, status, reason, embedder FROM scores "
+        "WHERE run_id = $r AND metric IN (SELECT metric FROM metrics WHERE family = 'embedding')",
+        r=run_id,
+    )
     return {(r[0], r[1]): r[2:] for r in rows}
 
 
 def _embedding_texts(con, run_id: str) -> dict[str, float]:
-    return dict(fetch(con, "SELECT stage, value FROM run_metrics WHERE run_id = $r AND metric = 'embedding_texts'",
-                      r=run_id))
+    return dict(
+        fetch(con, "SELECT stage, value FROM run_metrics WHERE run_id = $r AND metric = 'embedding_texts'", r=run_id)
+    )
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -85,7 +129,9 @@ def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake
     from raglake.flows.evaluate import evaluate
 
     golden, captures = inputs
-    first = evaluate(RunSettings(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING))
+    first = evaluate(
+        RunSettings(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING)
+    )
     con = open_lake(lake_dir).con
 
     key = fetch(con, "SELECT embedder FROM runs WHERE run_id = $r", r=first)[0][0]
@@ -109,7 +155,9 @@ def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake
     assert _embedding_texts(con, first) == {"distinct": DISTINCT, "encoded": DISTINCT}
 
     # the same inputs again: a new run, nothing encoded, the same scores
-    second = evaluate(RunSettings(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING))
+    second = evaluate(
+        RunSettings(golden=golden, target=f"replay:{captures}", lake=lake_dir, metrics=METRICS, scoring=SCORING)
+    )
     assert second != first
     con = open_lake(lake_dir).con
     assert fetch(con, "SELECT embedder FROM runs WHERE run_id = $r", r=second)[0][0] == key
@@ -118,7 +166,9 @@ def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake
 
     # re-scoring the stored run, with a fresh encoder (as in a new process): the vectors come from disk
     ENCODERS.clear()
-    third = evaluate(RunSettings(golden=golden, target=f"replay-run:{first}", lake=lake_dir, metrics=METRICS, scoring=SCORING))
+    third = evaluate(
+        RunSettings(golden=golden, target=f"replay-run:{first}", lake=lake_dir, metrics=METRICS, scoring=SCORING)
+    )
     assert third not in (first, second)
     con = open_lake(lake_dir).con
     assert fetch(con, "SELECT embedder FROM runs WHERE run_id = $r", r=third)[0][0] == key

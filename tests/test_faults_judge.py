@@ -51,10 +51,14 @@ FAULTS = {
     "no_choices_key": (json_answer({k: v for k, v in ENVELOPE.items() if k != "choices"}), "the reply has no choices"),
     "empty_choices": (json_answer({**ENVELOPE, "choices": []}), "malformed reply: the reply has no choices"),
     "choice_not_an_object": (json_answer({**ENVELOPE, "choices": ["x"]}), "malformed reply: the reply has no choices"),
-    "no_message": (json_answer({**ENVELOPE, "choices": [{"index": 0, "finish_reason": "stop"}]}),
-                   "malformed reply: the reply has no message"),
-    "null_content": (json_answer({**ENVELOPE, "choices": [{**CHOICE, "message": {"role": "assistant", "content": None}}]}),
-                     "malformed reply: the message has no content"),
+    "no_message": (
+        json_answer({**ENVELOPE, "choices": [{"index": 0, "finish_reason": "stop"}]}),
+        "malformed reply: the reply has no message",
+    ),
+    "null_content": (
+        json_answer({**ENVELOPE, "choices": [{**CHOICE, "message": {"role": "assistant", "content": None}}]}),
+        "malformed reply: the message has no content",
+    ),
     "reset_mid_body": (reset_mid_body(ENVELOPE), "connection error"),
 }
 
@@ -66,7 +70,10 @@ def good(request: Request) -> Answer:
 
 
 def values(i: int = 0) -> dict[str, str]:
-    return {"answer": f"Atlas uses Postgres 16 (answer {i}).", "contexts": "[1] We run Postgres 16.\n\n[2] Other notes."}
+    return {
+        "answer": f"Atlas uses Postgres 16 (answer {i}).",
+        "contexts": "[1] We run Postgres 16.\n\n[2] Other notes.",
+    }
 
 
 def make_gateway(server: FaultServer, lake: Lake, **settings) -> JudgeGateway:
@@ -101,13 +108,22 @@ def test_a_bad_reply_is_a_judge_error_after_the_retries_and_the_next_call_works(
     failed, fine = ask(gw, values(1), values(2))
     assert failed.status == "judge_error" and failed.output is None
     assert words in failed.reason and "(after 3 attempt(s))" in failed.reason, failed.reason
-    assert fine.status == "ok" and fine.output == {"score": 4, "supported_claims": ["a"], "unsupported_claims": [],
-                                                   "reasoning": "r"}
+    assert fine.status == "ok" and fine.output == {
+        "score": 4,
+        "supported_claims": ["a"],
+        "unsupported_claims": [],
+        "reasoning": "r",
+    }
     assert server.count == 4
     assert gw.stats.retries == 2 and gw.stats.calls == 4
     assert gw.stats.statuses == {"judge_error": 1, "ok": 1}
     first, second = ledger_rows(Lake(tmp_path / "lake"), gw)
-    assert (first["status"], first["retries"], first["attempts"], first["error"]) == ("judge_error", 2, 3, failed.reason)
+    assert (first["status"], first["retries"], first["attempts"], first["error"]) == (
+        "judge_error",
+        2,
+        3,
+        failed.reason,
+    )
     assert first["response"] is None
     assert (second["status"], second["retries"]) == ("ok", 0)
 
@@ -139,7 +155,10 @@ def test_a_bad_reply_waits_the_gateways_backoff_like_a_5xx(server, tmp_path: Pat
 def test_content_cut_off_at_max_tokens_is_still_retried_with_a_larger_budget(server, tmp_path: Path):
     """A null content with finish_reason "length" (a model that spent its tokens before answering) is a
     truncation, not a malformed envelope: asked again once with twice the max_tokens."""
-    cut = {**ENVELOPE, "choices": [{**CHOICE, "finish_reason": "length", "message": {"role": "assistant", "content": None}}]}
+    cut = {
+        **ENVELOPE,
+        "choices": [{**CHOICE, "finish_reason": "length", "message": {"role": "assistant", "content": None}}],
+    }
     server.script(json_answer(cut))
     gw = make_gateway(server, Lake(tmp_path / "lake"))
     [result] = ask(gw, values())
@@ -169,8 +188,15 @@ def test_an_unexpected_exception_in_one_step_is_that_cases_judge_error(server, t
     cases = [GoldenCase(id=f"c{i}", question=q) for i, q in enumerate(["Which db?", "Which boom?", "Which queue?"])]
     pairs = [(c, Capture(case_id=c.id, answer=f"The answer to {c.question}")) for c in cases]
     config = JudgeConfig(base_url=server.url("/v1"), model="gpt-4o-mini", backoff_s=0.01)
-    batch = judge_batch(pairs, [get_metric("answer_relevance")], ScoringConfig(), config,
-                        str(tmp_path / "lake"), "r-stage-faults", FlakyEncoder())
+    batch = judge_batch(
+        pairs,
+        [get_metric("answer_relevance")],
+        ScoringConfig(),
+        config,
+        str(tmp_path / "lake"),
+        "r-stage-faults",
+        FlakyEncoder(),
+    )
     outcomes = {cid: steps["answer_relevance"] for cid, steps in batch.outcomes.items()}
     assert set(outcomes) == {"c0", "c1", "c2"}
     assert outcomes["c0"].status == outcomes["c2"].status == "ok"

@@ -47,9 +47,14 @@ def test_flow_lands_a_run_and_a_repeat_is_all_cache_hits(lake_dir: str, scoring_
     assert second != first
     assert sorted(scoring_calls) == [1, 3]  # nothing was scored again: both batches came from the result store
     q = open_lake(lake_dir)
-    same = scalar(q.con, "SELECT count(*) FROM scores a JOIN scores b USING (case_id, metric) "
+    same = scalar(
+        q.con,
+        "SELECT count(*) FROM scores a JOIN scores b USING (case_id, metric) "
         "WHERE a.run_id = $a AND b.run_id = $b AND a.status = b.status "
-        "AND (a.value = b.value OR (a.status <> 'ok' AND b.status <> 'ok'))", a=first, b=second)
+        "AND (a.value = b.value OR (a.status <> 'ok' AND b.status <> 'ok'))",
+        a=first,
+        b=second,
+    )
     assert same == scalar(q.con, "SELECT count(*) FROM scores WHERE run_id = $a", a=first)
 
 
@@ -63,20 +68,21 @@ def test_changed_k_is_a_cache_miss(lake_dir: str, scoring_calls: list[int]) -> N
 
 def test_a_crashed_landing_resumes_with_cached_scores(lake_dir: str, scoring_calls: list[int], monkeypatch) -> None:
     import raglake.flows.evaluate
+    import raglake.pipeline.rows
     import raglake.tasks.land
     from raglake.flows.evaluate import evaluate
 
     monkeypatch.setattr(raglake.flows.evaluate, "land", raglake.tasks.land.land.with_options(retry_delay_seconds=0))
-    original = raglake.tasks.land.land_run
+    original = raglake.pipeline.rows.land_run
 
     def crash(*args, **kwargs):
         raise OSError("connection to the object store dropped")
 
-    monkeypatch.setattr(raglake.tasks.land, "land_run", crash)
+    monkeypatch.setattr(raglake.pipeline.rows, "land_run", crash)
     with pytest.raises(OSError):
         evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume"))
     assert open_lake(lake_dir).runs() == []
-    monkeypatch.setattr(raglake.tasks.land, "land_run", original)
+    monkeypatch.setattr(raglake.pipeline.rows, "land_run", original)
     assert evaluate(RunSettings(golden=GOLDEN, target=TARGET, lake=lake_dir, run_id="r-resume")) == "r-resume"
     assert scoring_calls == [4]  # scored once, before the crash
     assert [r["run_id"] for r in open_lake(lake_dir).runs()] == ["r-resume"]

@@ -22,8 +22,14 @@ from tests.lakekit import land
 GOLDEN = ROOT / "data" / "golden" / "sample.jsonl"
 CAPTURES = ROOT / "data" / "captures" / "local_search.jsonl"
 RULES = ROOT / "data" / "gate.yaml"
-METRICS = ["recall_any_at_k", "mrr_at_k", "ndcg_at_k", "recall_all_at_k", "abstention_accuracy",
-           "hallucination_rate_unanswerable"]
+METRICS = [
+    "recall_any_at_k",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "recall_all_at_k",
+    "abstention_accuracy",
+    "hallucination_rate_unanswerable",
+]
 RETRIEVAL = {"recall_any_at_k", "mrr_at_k", "ndcg_at_k", "recall_all_at_k"}
 # baseline, another target in between, the damaged candidate, then the original captures again
 RUNS = {"r-good": 0, "r-basic": 5, "r-bad": 10, "r-again": 20}
@@ -31,8 +37,12 @@ RUNS = {"r-good": 0, "r-basic": 5, "r-bad": 10, "r-again": 20}
 
 def damaged(captures: list[dict], case_ids: set[str]) -> list[dict]:
     """The captures with every retrieved chunk of `case_ids` moved to another folder: no gold match."""
-    return [{**c, "retrieved": [{**ch, "rel_path": "elsewhere/" + ch["rel_path"]} for ch in c["retrieved"]]}
-            if c["case_id"] in case_ids else c for c in captures]
+    return [
+        {**c, "retrieved": [{**ch, "rel_path": "elsewhere/" + ch["rel_path"]} for ch in c["retrieved"]]}
+        if c["case_id"] in case_ids
+        else c
+        for c in captures
+    ]
 
 
 def write(path: Path, captures: list[dict]) -> str:
@@ -45,12 +55,19 @@ def lake(tmp_path_factory) -> str:
     tmp = tmp_path_factory.mktemp("gate")
     lake = str(tmp / "lake")
     captures = [json.loads(line) for line in CAPTURES.read_text().splitlines() if line.strip()]
-    answerable = [c["case_id"] for c in captures
-                  if next(g for g in golden_cases() if g["id"] == c["case_id"]).get("answerable", True)]
+    answerable = [
+        c["case_id"]
+        for c in captures
+        if next(g for g in golden_cases() if g["id"] == c["case_id"]).get("answerable", True)
+    ]
     bad = write(tmp / "worse.jsonl", damaged(captures, set(answerable[1::2])))
     one = write(tmp / "one_worse.jsonl", damaged(captures, {first_hit(captures)}))
-    targets = {"r-good": f"replay:{CAPTURES}", "r-basic": f"replay:{ROOT / 'data' / 'captures' / 'basic_search.jsonl'}",
-               "r-bad": bad, "r-again": f"replay:{CAPTURES}"}
+    targets = {
+        "r-good": f"replay:{CAPTURES}",
+        "r-basic": f"replay:{ROOT / 'data' / 'captures' / 'basic_search.jsonl'}",
+        "r-bad": bad,
+        "r-again": f"replay:{CAPTURES}",
+    }
     for run_id, minutes in RUNS.items():
         land(lake, str(GOLDEN), targets[run_id], run_id, minutes=minutes, metrics=METRICS)
     land(lake, str(GOLDEN), one, "r-one-worse", minutes=30, metrics=METRICS)
@@ -64,7 +81,9 @@ def golden_cases() -> list[dict]:
 def first_hit(captures: list[dict]) -> str:
     """An answerable case whose first retrieved chunk is a gold support (recall 1 at rank 1)."""
     gold = {g["id"]: {s["rel_path"] for s in g.get("gold_supports", [])} for g in golden_cases()}
-    return next(c["case_id"] for c in captures if c["retrieved"] and c["retrieved"][0]["rel_path"] in gold[c["case_id"]])
+    return next(
+        c["case_id"] for c in captures if c["retrieved"] and c["retrieved"][0]["rel_path"] in gold[c["case_id"]]
+    )
 
 
 def gate(lake: str, *args: object):
@@ -83,8 +102,12 @@ def main_exit(monkeypatch, capsys, *args: object) -> tuple[int, str]:
 
 
 def mean(lake: str, run_id: str, metric: str) -> float:
-    return fetch(connect(Lake(lake)), "SELECT avg(value) FROM scores_latest WHERE run_id = $r AND metric = $m "
-                 "AND status = 'ok'", r=run_id, m=metric)[0][0]
+    return fetch(
+        connect(Lake(lake)),
+        "SELECT avg(value) FROM scores_latest WHERE run_id = $r AND metric = $m AND status = 'ok'",
+        r=run_id,
+        m=metric,
+    )[0][0]
 
 
 def test_a_worse_capture_set_fails_the_gate_and_prints_the_failing_rows(lake):
@@ -92,7 +115,7 @@ def test_a_worse_capture_set_fails_the_gate_and_prints_the_failing_rows(lake):
     assert result.exit_code == 1, result.output + repr(result.exception)
     out = result.output
     assert "gate: local_search r-bad against r-good:" in out
-    failing_table = out[out.index("failing"):]
+    failing_table = out[out.index("failing") :]
     for metric in RETRIEVAL:
         assert metric in failing_table
     assert "abstention_accuracy" not in failing_table  # untouched by the damage
@@ -131,20 +154,24 @@ def test_a_tolerance_larger_than_the_drop_passes(lake, tmp_path):
     checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-bad", load_rules(RULES))
     biggest = max(r["drop"] for r in failing)
     lenient = tmp_path / "lenient.yaml"
-    lenient.write_text(f"defaults:\n  max_drop: {biggest + 0.01:.3f}\n  dimensions: [all, category]\n"
-                       "rules:\n  - metric: '*'\n")
+    lenient.write_text(
+        f"defaults:\n  max_drop: {biggest + 0.01:.3f}\n  dimensions: [all, category]\nrules:\n  - metric: '*'\n"
+    )
     result = gate(lake, "--baseline", "r-good", "--candidate", "r-bad", "--rules", lenient)
     assert result.exit_code == 0, result.output
     assert "0 failing: pass" in result.output
     just_under = tmp_path / "just_under.yaml"  # only the rows that dropped by more than it fail
     tolerance = round(biggest - 0.01, 3)
-    just_under.write_text(f"defaults:\n  max_drop: {tolerance}\n  dimensions: [all, category]\n"
-                          "rules:\n  - metric: '*'\n  - metric: mrr_at_k\n    ignore: true\n")
+    just_under.write_text(
+        f"defaults:\n  max_drop: {tolerance}\n  dimensions: [all, category]\n"
+        "rules:\n  - metric: '*'\n  - metric: mrr_at_k\n    ignore: true\n"
+    )
     result = gate(lake, "--baseline", "r-good", "--candidate", "r-bad", "--rules", just_under)
     assert result.exit_code == 1, result.output
     checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-bad", load_rules(just_under))
-    assert [(r["metric"], r["slice"]) for r in failing] == [(r["metric"], r["slice"]) for r in checked
-                                                            if r["drop"] > tolerance and r["ci_high"] < 0]
+    assert [(r["metric"], r["slice"]) for r in failing] == [
+        (r["metric"], r["slice"]) for r in checked if r["drop"] > tolerance and r["ci_high"] < 0
+    ]
     assert failing and "mrr_at_k" not in {r["metric"] for r in checked}  # ignored
     assert f"{len(failing)} failing" in result.output and "recency_conflict" in result.output
 
@@ -160,8 +187,11 @@ def test_a_drop_the_ci_cannot_tell_from_zero_passes(lake):
 
 
 BAD_RULES = [
-    ("misspelled", "rules:\n  - metric: mrr_at_k\n  - metric: recal_any_at_k\n    max_drop: 0.1\n",
-     ":3: field 'rules[1].metric': 'recal_any_at_k' matches no case-level metric (did you mean 'recall_any_at_k'?)"),
+    (
+        "misspelled",
+        "rules:\n  - metric: mrr_at_k\n  - metric: recal_any_at_k\n    max_drop: 0.1\n",
+        ":3: field 'rules[1].metric': 'recal_any_at_k' matches no case-level metric (did you mean 'recall_any_at_k'?)",
+    ),
     ("glob", "rules:\n  - metric: 'nothing_*'\n", "'nothing_*' matches no case-level metric"),
     ("yaml", "rules:\n  - metric: mrr_at_k\n    max_drop: [0.1\n", "invalid YAML"),
     ("dimension", "rules:\n  - metric: mrr_at_k\n    dimensions: [catgory]\n", "(did you mean 'category'?)"),
@@ -182,8 +212,9 @@ def test_a_bad_rules_file_exits_2_naming_the_file(lake, tmp_path, monkeypatch, c
 
 
 def test_a_missing_rules_file_or_run_exits_2(lake, tmp_path, monkeypatch, capsys):
-    code, out = main_exit(monkeypatch, capsys, "gate", "--lake", lake, "--candidate", "r-bad", "--rules",
-                          tmp_path / "none.yaml")
+    code, out = main_exit(
+        monkeypatch, capsys, "gate", "--lake", lake, "--candidate", "r-bad", "--rules", tmp_path / "none.yaml"
+    )
     assert code == 2 and "none.yaml" in out and "not found" in out
     code, out = main_exit(monkeypatch, capsys, "gate", "--lake", lake, "--candidate", "r-bda", "--rules", RULES)
     assert code == 2 and "unknown run 'r-bda' (did you mean 'r-bad'?)" in out

@@ -16,12 +16,25 @@ from tests.conftest import FIXTURES
 from tests.lakekit import land
 
 CASES = [
-    {"id": "a", "question": "Which database?", "category": "factual", "tags": ["db"],
-     "gold_supports": [{"rel_path": "./work\\atlas.md", "heading_path": "Atlas >  Database ", "date": "2025-01-02"}]},
-    {"id": "b", "question": "When is the launch?", "category": "recency/conflict", "difficulty": "Hard",
-     "recency_conflict_rule": "cite_newer", "answerable": True,
-     "gold_supports": [{"rel_path": "a.md", "heading_path": "A", "date": "2025-01-01"},
-                       {"rel_path": "b.md", "heading_path": ["B", "Launch"], "date": "2025-04-01"}]},
+    {
+        "id": "a",
+        "question": "Which database?",
+        "category": "factual",
+        "tags": ["db"],
+        "gold_supports": [{"rel_path": "./work\\atlas.md", "heading_path": "Atlas >  Database ", "date": "2025-01-02"}],
+    },
+    {
+        "id": "b",
+        "question": "When is the launch?",
+        "category": "recency/conflict",
+        "difficulty": "Hard",
+        "recency_conflict_rule": "cite_newer",
+        "answerable": True,
+        "gold_supports": [
+            {"rel_path": "a.md", "heading_path": "A", "date": "2025-01-01"},
+            {"rel_path": "b.md", "heading_path": ["B", "Launch"], "date": "2025-04-01"},
+        ],
+    },
 ]
 
 
@@ -38,8 +51,11 @@ def _yaml(cases: list[dict]) -> str:
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".json", ".yaml"])
 def test_the_three_formats_load_the_same_cases(tmp_path: Path, suffix: str) -> None:
-    text = {".jsonl": "\n".join(json.dumps(c) for c in CASES), ".json": json.dumps(CASES, indent=2),
-            ".yaml": _yaml(CASES)}[suffix]
+    text = {
+        ".jsonl": "\n".join(json.dumps(c) for c in CASES),
+        ".json": json.dumps(CASES, indent=2),
+        ".yaml": _yaml(CASES),
+    }[suffix]
     golden = load_golden(_write(tmp_path / f"g{suffix}", text))
     assert [c.id for c in golden.cases] == ["a", "b"]
     a, b = golden.cases
@@ -62,24 +78,59 @@ BAD = [
     ("invalid_json.jsonl", '{"id": "a", "question": "q"}\n{"id": "b", "question": \n', 2, None, "invalid JSON"),
     ("missing_id.jsonl", '{"id": "a", "question": "q"}\n\n{"question": "x"}\n', 3, "id", "required field is missing"),
     ("missing_question.jsonl", '{"id": "a"}\n', 1, "question", "required field is missing"),
-    ("duplicate.jsonl", '{"id": "a", "question": "q"}\n{"id": "a", "question": "r"}\n', 2, "id", "duplicate id 'a' (first used at line 1)"),
+    (
+        "duplicate.jsonl",
+        '{"id": "a", "question": "q"}\n{"id": "a", "question": "r"}\n',
+        2,
+        "id",
+        "duplicate id 'a' (first used at line 1)",
+    ),
     ("wrong_type.jsonl", '{"id": "a", "question": "q", "tags": "db"}\n', 1, "tags", "valid list"),
     ("wrong_bool.jsonl", '{"id": "a", "question": "q", "answerable": "maybe"}\n', 1, "answerable", "valid boolean"),
-    ("category.jsonl", '{"id": "a", "question": "q", "category": "mutli-hop"}\n', 1, "category", "did you mean 'multi_hop'?"),
-    ("unknown_field.jsonl", '{"id": "a", "question": "q", "gold_support": []}\n', 1, "gold_support", "did you mean 'gold_supports'?"),
-    ("nested.json", '[\n {"id": "a", "question": "q"},\n {"id": "b", "question": "r",\n  "gold_supports": [{"rel_path": "x.md", "requred": true}]}\n]\n',
-     3, "gold_supports[0].requred", "did you mean 'required'?"),
-    ("groups.jsonl", '{"id": "a", "question": "q", "gold_supports": [{"rel_path": "x.md"}], "required_support_groups": [[0, 2]]}\n',
-     1, None, "names support index 2"),
-    ("yaml_field.yaml", "- id: a\n  question: q\n- id: b\n  question: r\n  difficulty: hardd\n", 5, "difficulty", "did you mean 'hard'?"),
+    (
+        "category.jsonl",
+        '{"id": "a", "question": "q", "category": "mutli-hop"}\n',
+        1,
+        "category",
+        "did you mean 'multi_hop'?",
+    ),
+    (
+        "unknown_field.jsonl",
+        '{"id": "a", "question": "q", "gold_support": []}\n',
+        1,
+        "gold_support",
+        "did you mean 'gold_supports'?",
+    ),
+    (
+        "nested.json",
+        '[\n {"id": "a", "question": "q"},\n {"id": "b", "question": "r",\n  "gold_supports": [{"rel_path": "x.md", "requred": true}]}\n]\n',  # noqa: E501
+        3,
+        "gold_supports[0].requred",
+        "did you mean 'required'?",
+    ),
+    (
+        "groups.jsonl",
+        '{"id": "a", "question": "q", "gold_supports": [{"rel_path": "x.md"}], "required_support_groups": [[0, 2]]}\n',
+        1,
+        None,
+        "names support index 2",
+    ),
+    (
+        "yaml_field.yaml",
+        "- id: a\n  question: q\n- id: b\n  question: r\n  difficulty: hardd\n",
+        5,
+        "difficulty",
+        "did you mean 'hard'?",
+    ),
     ("yaml_syntax.yaml", "- id: a\n  question: [q\n", 3, None, "invalid YAML"),
     ("not_object.jsonl", '["a", "b"]\n', 1, None, "expected an object"),
 ]
 
 
 @pytest.mark.parametrize(("name", "text", "line", "field", "words"), BAD, ids=[b[0] for b in BAD])
-def test_bad_golden_file_names_file_line_and_field(tmp_path: Path, name: str, text: str, line: int,
-                                                   field: str | None, words: str) -> None:
+def test_bad_golden_file_names_file_line_and_field(
+    tmp_path: Path, name: str, text: str, line: int, field: str | None, words: str
+) -> None:
     path = _write(tmp_path / name, text)
     with pytest.raises(InputError) as info:
         load_golden(path)
@@ -99,8 +150,14 @@ def test_empty_and_missing_files(tmp_path: Path) -> None:
 
 
 def test_seed003_list_imports_cases_and_captures(tmp_path: Path) -> None:
-    records = [{"question": "What is X?", "reference_answer": "X is Y.", "answer": "X is Y [1].",
-                "contexts": ["X is Y.", "Unrelated."]}]
+    records = [
+        {
+            "question": "What is X?",
+            "reference_answer": "X is Y.",
+            "answer": "X is Y [1].",
+            "contexts": ["X is Y.", "Unrelated."],
+        }
+    ]
     path = _write(tmp_path / "sample_eval.json", json.dumps(records))
     (case,) = load_golden(path).cases
     assert case.id == "sample_eval-0001" and case.reference_answer == "X is Y."
@@ -111,9 +168,15 @@ def test_seed003_list_imports_cases_and_captures(tmp_path: Path) -> None:
 
 
 def test_ragas_records_import(tmp_path: Path) -> None:
-    rows = [{"user_input": "Who wrote it?", "retrieved_contexts": ["Ann wrote it."], "response": "Ann.",
-             "reference": "Ann wrote it."}, {"user_input": "When?", "retrieved_contexts": "bad", "response": "",
-                                             "reference": "Today."}]
+    rows = [
+        {
+            "user_input": "Who wrote it?",
+            "retrieved_contexts": ["Ann wrote it."],
+            "response": "Ann.",
+            "reference": "Ann wrote it.",
+        },
+        {"user_input": "When?", "retrieved_contexts": "bad", "response": "", "reference": "Today."},
+    ]
     path = _write(tmp_path / "ragas.jsonl", "\n".join(json.dumps(r) for r in rows))
     golden = load_golden(path)
     assert [c.question for c in golden.cases] == ["Who wrote it?", "When?"]
@@ -132,7 +195,10 @@ def test_ragas_bad_contexts_type_names_the_line(tmp_path: Path) -> None:
 
 def test_label_file_merges_and_rejects_unknown_cases(tmp_path: Path) -> None:
     golden = load_golden(FIXTURES / "mini_golden.jsonl")
-    line = {"case_id": "c1", "chunks": [{"rel_path": "work/atlas.md", "heading_path": "Atlas", "topically_relevant": 1}]}
+    line = {
+        "case_id": "c1",
+        "chunks": [{"rel_path": "work/atlas.md", "heading_path": "Atlas", "topically_relevant": 1}],
+    }
     merged = load_labels(_write(tmp_path / "labels.jsonl", json.dumps(line)), golden)
     assert merged.by_id()["c1"].labels.chunks[0].topically_relevant == 1
     assert merged.content_hash != golden.content_hash
@@ -161,12 +227,16 @@ def test_a_repeated_tag_counts_the_case_once(tmp_path: Path) -> None:
 
 def test_imported_records_keep_strict_types(tmp_path: Path) -> None:
     """Issue 10 (7): an imported id or context is not stringified whatever its type."""
-    rows = [{"question": "q", "answer": "a", "contexts": ["fine"]},
-            {"id": ["x"], "question": "q", "answer": "a", "contexts": ["fine"]}]
+    rows = [
+        {"question": "q", "answer": "a", "contexts": ["fine"]},
+        {"id": ["x"], "question": "q", "answer": "a", "contexts": ["fine"]},
+    ]
     with pytest.raises(InputError) as info:
         load_golden(_write(tmp_path / "ids.jsonl", "\n".join(json.dumps(r) for r in rows)))
     assert (info.value.line, info.value.field) == (2, "id")
-    path = _write(tmp_path / "ctx.jsonl", json.dumps({"question": "q", "answer": "a", "contexts": ["fine", {"text": "x"}]}))
+    path = _write(
+        tmp_path / "ctx.jsonl", json.dumps({"question": "q", "answer": "a", "contexts": ["fine", {"text": "x"}]})
+    )
     with pytest.raises(InputError) as info:
         load_golden(path)
     assert (info.value.line, info.value.field) == (1, "contexts") and "contexts[1]" in info.value.message

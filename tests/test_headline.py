@@ -31,4 +31,8 @@ def test_headline_and_worst_case_flags_are_set_where_metrics_are_registered() ->
 def test_rows_are_ordered_as_the_registry_registers_metrics() -> None:
     rows = _rows(groundedness=1, not_a_metric=1, recall_any_at_k=1, abstention_accuracy=1)
     assert [r["metric"] for r in registry_order(rows)] == [
-        "recall_any_at_k", "abstention_accuracy", "groundedness", "not_a_metric"]
+        "recall_any_at_k",
+        "abstention_accuracy",
+        "groundedness",
+        "not_a_metric",
+    ]

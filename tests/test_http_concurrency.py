@@ -32,7 +32,9 @@ def test_concurrency_holds_across_batches_captured_on_threads(tmp_path: Path, co
     assert [[c.case_id for c in r] for r in results] == [[c.id for c in b] for b in batches]
     assert all(c.status == "ok" for r in results for c in r)
     assert server.count == 4 * 3 * concurrency
-    assert server.max_in_flight == concurrency, f"{server.max_in_flight} requests in flight with concurrency {concurrency}"
+    assert server.max_in_flight == concurrency, (
+        f"{server.max_in_flight} requests in flight with concurrency {concurrency}"
+    )
 
 
 def test_the_limit_is_fifo_across_event_loops():

@@ -5,7 +5,6 @@ retries where they belong, the run-level rates equal to the injected counts; the
 any file of the lake, the service's manifest in `coverage`, capture health by slice, and
 `raglake compare` noticing that the index changed."""
 
-
 import json
 import math
 import os
@@ -79,8 +78,15 @@ def captured(fault_demo: Demo, golden, tmp_path_factory) -> Captured:  # noqa: A
     """The sample captured once through HttpTarget (the flow's path) with 2 retries."""
     from raglake.targets.http import HttpTarget
 
-    config = write_config(tmp_path_factory.mktemp("cfg") / "faulty.yaml", fault_demo.port, retries=2,
-                          backoff_s=0.01, max_backoff_s=0.05, timeout_s=TIMEOUT_S, concurrency=8)
+    config = write_config(
+        tmp_path_factory.mktemp("cfg") / "faulty.yaml",
+        fault_demo.port,
+        retries=2,
+        backoff_s=0.01,
+        max_backoff_s=0.05,
+        timeout_s=TIMEOUT_S,
+        concurrency=8,
+    )
     fault_demo.reset()
     t0 = time.perf_counter()
     captures = HttpTarget(str(config)).capture(golden.cases)
@@ -93,15 +99,19 @@ def test_every_case_is_captured_once_with_the_injected_status(captured: Captured
     want = {c.id: expected_status(fault_demo.faults, c.question) for c in golden.cases}
     assert got == want
     assert all(c.method == "demo" for c in captured.captures)  # the config's `name`
-    assert all(c.status != "ok" or (c.answer and c.retrieved and c.latency_ms.total is not None)
-               for c in captured.captures)
+    assert all(
+        c.status != "ok" or (c.answer and c.retrieved and c.latency_ms.total is not None) for c in captured.captures
+    )
     # the demo got no question it was not asked, and every asked question at least once
     assert set(captured.requests) == {c.question for c in golden.cases}
 
 
 def test_malformed_response_is_an_error_with_the_parse_message(captured: Captured, golden, fault_demo: Demo) -> None:
-    malformed = [cap for case, cap in zip(golden.cases, captured.captures)
-                 if fault_demo.faults.fault_for(case.question) == "malformed"]
+    malformed = [
+        cap
+        for case, cap in zip(golden.cases, captured.captures)
+        if fault_demo.faults.fault_for(case.question) == "malformed"
+    ]
     assert malformed
     for cap in malformed:
         assert cap.status == "error" and cap.answer == "" and cap.retrieved == []
@@ -118,8 +128,11 @@ def test_attempts_follow_the_retry_rules(captured: Captured, golden, fault_demo:
 
 
 def test_flaky_questions_succeed_after_one_retry(captured: Captured, golden, fault_demo: Demo) -> None:
-    flaky = [(case, cap) for case, cap in zip(golden.cases, captured.captures)
-             if is_flaky(fault_demo.faults, case.question) and fault_demo.faults.fault_for(case.question) is None]
+    flaky = [
+        (case, cap)
+        for case, cap in zip(golden.cases, captured.captures)
+        if is_flaky(fault_demo.faults, case.question) and fault_demo.faults.fault_for(case.question) is None
+    ]
     assert flaky
     for case, cap in flaky:
         assert cap.status == "ok" and cap.attempts == 2 and captured.requests[case.question] == 2
@@ -151,21 +164,31 @@ def test_run_level_rates_equal_the_injected_counts(captured: Captured, golden, f
     assert empty_response_rate(run)[0].value == pytest.approx(kinds["empty"] / n)
     stages = {v.stage: v.n for v in latency_p50_ms(run)}
     ok_or_empty = n - kinds["error"] - kinds["malformed"] - kinds["timeout"]
-    assert stages == {"folder_selection": ok_or_empty, "retrieval": ok_or_empty, "generation": ok_or_empty,
-                      "total": ok_or_empty, "wall": n}
+    assert stages == {
+        "folder_selection": ok_or_empty,
+        "retrieval": ok_or_empty,
+        "generation": ok_or_empty,
+        "total": ok_or_empty,
+        "wall": n,
+    }
 
 
-@pytest.mark.parametrize(("url_path", "overrides", "code"), [
-    ("/debug/nope", {}, 404),
-    ("/debug/query", {"method": "GET"}, 405),
-    ("/debug/query", {"body": {"q": "{question}"}}, 422),
-])
-def test_a_client_error_is_not_retried(fault_demo: Demo, golden, tmp_path: Path, url_path: str, overrides: dict,
-                                       code: int) -> None:
+@pytest.mark.parametrize(
+    ("url_path", "overrides", "code"),
+    [
+        ("/debug/nope", {}, 404),
+        ("/debug/query", {"method": "GET"}, 405),
+        ("/debug/query", {"body": {"q": "{question}"}}, 422),
+    ],
+)
+def test_a_client_error_is_not_retried(
+    fault_demo: Demo, golden, tmp_path: Path, url_path: str, overrides: dict, code: int
+) -> None:
     from raglake.targets.http import HttpTarget
 
-    config = write_config(tmp_path / "wrong.yaml", fault_demo.port, retries=3, backoff_s=0.01, timeout_s=TIMEOUT_S,
-                          **overrides)
+    config = write_config(
+        tmp_path / "wrong.yaml", fault_demo.port, retries=3, backoff_s=0.01, timeout_s=TIMEOUT_S, **overrides
+    )
     data = yaml.safe_load(config.read_text())
     data["url"] = fault_demo.url(url_path)
     config.write_text(yaml.safe_dump(data))
@@ -183,8 +206,15 @@ def test_a_client_error_is_not_retried(fault_demo: Demo, golden, tmp_path: Path,
 def test_connection_errors_are_retried_then_recorded(golden, tmp_path: Path) -> None:
     from raglake.targets.http import HttpTarget
 
-    config = write_config(tmp_path / "closed.yaml", free_port(), retries=2, backoff_s=0.01, max_backoff_s=0.02,
-                          timeout_s=TIMEOUT_S, manifest_url=None)
+    config = write_config(
+        tmp_path / "closed.yaml",
+        free_port(),
+        retries=2,
+        backoff_s=0.01,
+        max_backoff_s=0.02,
+        timeout_s=TIMEOUT_S,
+        manifest_url=None,
+    )
     captures = HttpTarget(str(config)).capture(golden.cases[:3])
     for cap in captures:
         assert cap.status == "error" and cap.attempts == 3
@@ -213,15 +243,23 @@ def flow_run(prefect_harness, fault_demo: Demo, tmp_path_factory) -> FlowRun:  #
 
     tmp = tmp_path_factory.mktemp("flow")
     token = "tok-" + secrets.token_urlsafe(24)
-    config = write_config(tmp / "demo.yaml", fault_demo.port, retries=1, backoff_s=0.01, max_backoff_s=0.05,
-                          timeout_s=TIMEOUT_S,
-                          headers={"Authorization": f"Bearer ${{{SECRET_VAR}}}", "X-Client": "raglake"})
+    config = write_config(
+        tmp / "demo.yaml",
+        fault_demo.port,
+        retries=1,
+        backoff_s=0.01,
+        max_backoff_s=0.05,
+        timeout_s=TIMEOUT_S,
+        headers={"Authorization": f"Bearer ${{{SECRET_VAR}}}", "X-Client": "raglake"},
+    )
     lake = tmp / "lake"
     previous = os.environ.get(SECRET_VAR)
     os.environ[SECRET_VAR] = token
     try:
         fault_demo.reset()
-        run_id = evaluate(RunSettings(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(lake), metrics=FLOW_METRICS))
+        run_id = evaluate(
+            RunSettings(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(lake), metrics=FLOW_METRICS)
+        )
         log = list(fault_demo.log)
     finally:
         if previous is None:
@@ -245,8 +283,11 @@ def test_flow_lands_one_cases_row_per_golden_case(flow_run: FlowRun, golden, fau
 
     q = _queries(flow_run)
     assert fetch(q.con, "SELECT count(*) FROM runs WHERE run_id = $r", r=flow_run.run_id) == [(1,)]
-    rows = fetch(q.con, "SELECT case_id, question, capture_status, capture_error, capture_attempts FROM cases "
-                 "WHERE run_id = $r", r=flow_run.run_id)
+    rows = fetch(
+        q.con,
+        "SELECT case_id, question, capture_status, capture_error, capture_attempts FROM cases WHERE run_id = $r",
+        r=flow_run.run_id,
+    )
     assert sorted(r[0] for r in rows) == sorted(c.id for c in golden.cases)  # each case once, none missing
     faults = fault_demo.faults
     for case_id, question, status, error, attempts in rows:
@@ -264,8 +305,12 @@ def test_failed_captures_are_undefined_with_reason_capture_failed(flow_run: Flow
     from raglake.lake.query import fetch
 
     q = _queries(flow_run)
-    rows = fetch(q.con, "SELECT c.capture_status, s.metric, s.status, s.reason, s.value FROM scores s "
-                 "JOIN cases c ON c.run_id = s.run_id AND c.case_id = s.case_id WHERE s.run_id = $r", r=flow_run.run_id)
+    rows = fetch(
+        q.con,
+        "SELECT c.capture_status, s.metric, s.status, s.reason, s.value FROM scores s "
+        "JOIN cases c ON c.run_id = s.run_id AND c.case_id = s.case_id WHERE s.run_id = $r",
+        r=flow_run.run_id,
+    )
     assert len(rows) == len(golden.cases) * len(FLOW_METRICS)
     failed = [r for r in rows if r[0] in ("error", "timeout")]
     # undefined scores carry NaN (the project's convention, see tests/test_lake.py), never a 0 for "wrong"
@@ -281,15 +326,18 @@ def test_run_metrics_hold_the_rates_and_latency_percentiles(flow_run: FlowRun, g
     q = _queries(flow_run)
     n = len(golden.cases)
     kinds = Counter(fault_demo.faults.fault_for(c.question) for c in golden.cases)
-    figures = {(r[0], r[1]): (r[2], r[3]) for r in fetch(
-        q.con, "SELECT metric, stage, value, n FROM run_metrics WHERE run_id = $r", r=flow_run.run_id)}
+    figures = {
+        (r[0], r[1]): (r[2], r[3])
+        for r in fetch(q.con, "SELECT metric, stage, value, n FROM run_metrics WHERE run_id = $r", r=flow_run.run_id)
+    }
     assert figures[("error_rate", None)] == (pytest.approx((kinds["error"] + kinds["malformed"]) / n), n)
     assert figures[("timeout_rate", None)] == (pytest.approx(kinds["timeout"] / n), n)
     assert figures[("empty_response_rate", None)] == (pytest.approx(kinds["empty"] / n), n)
 
     columns = {s: f"latency_{s}_ms" for s in ("folder_selection", "retrieval", "generation", "total", "wall")}
-    rows = fetch(q.con, f"SELECT capture_status, {', '.join(columns.values())} FROM cases WHERE run_id = $r",
-                 r=flow_run.run_id)
+    rows = fetch(
+        q.con, f"SELECT capture_status, {', '.join(columns.values())} FROM cases WHERE run_id = $r", r=flow_run.run_id
+    )
     for i, stage in enumerate(columns, start=1):
         values = [r[i] for r in rows if r[i] is not None and (stage == "wall" or r[0] not in ("error", "timeout"))]
         assert values, stage
@@ -336,8 +384,10 @@ def test_coverage_holds_the_service_manifest(flow_run: FlowRun, fault_demo: Demo
     assert {r["index_version"] for r in rows} == {manifest.index_version}
     want = manifest.coverage_columns()
     landed = sorted((r["stat"], r["doc_type"] or "", r["reason"] or "", r["value"]) for r in rows)
-    served = sorted((s, d or "", why or "", v)
-                    for s, d, why, v in zip(want["stat"], want["doc_type"], want["reason"], want["value"]))
+    served = sorted(
+        (s, d or "", why or "", v)
+        for s, d, why, v in zip(want["stat"], want["doc_type"], want["reason"], want["value"])
+    )
     assert landed == served
     stats = {(r["stat"], r["doc_type"], r["reason"]): r["value"] for r in rows}
     assert stats[("docs_seen", None, None)] == len(CORPUS_SUBSET)
@@ -393,8 +443,11 @@ def test_compare_reports_an_index_version_change(flow_run: FlowRun, corpus: Path
     demo = start_demo(changed, str(tmp_path / "demo-lake"), Faults(), [c.question for c in golden.cases])
     try:
         config = write_config(tmp_path / "demo.yaml", demo.port, timeout_s=10, retries=1, backoff_s=0.01)
-        run_b = evaluate(RunSettings(golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(flow_run.lake),
-                         metrics=FLOW_METRICS))
+        run_b = evaluate(
+            RunSettings(
+                golden=str(SAMPLE_GOLDEN), target=f"http:{config}", lake=str(flow_run.lake), metrics=FLOW_METRICS
+            )
+        )
         new_version = demo.target.manifest().index_version
     finally:
         demo.stop()

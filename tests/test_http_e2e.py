@@ -52,8 +52,11 @@ def _journal_lines(path: Path) -> int:
 
 
 @pytest.mark.e2e
-def test_a_killed_run_resumes_without_losing_duplicating_or_asking_again(prefect_harness, slow_demo,  # noqa: ANN001
-                                                                        tmp_path: Path) -> None:
+def test_a_killed_run_resumes_without_losing_duplicating_or_asking_again(
+    prefect_harness,
+    slow_demo,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
     from prefect.settings import PREFECT_API_URL
 
     lines = SAMPLE_GOLDEN.read_text().splitlines()[:N_CASES]
@@ -61,21 +64,37 @@ def test_a_killed_run_resumes_without_losing_duplicating_or_asking_again(prefect
     golden.write_text("\n".join(lines) + "\n")
     cases = load_golden(golden).cases
     assert len({c.question for c in cases}) == N_CASES  # the demo counts requests per question
-    config = write_config(tmp_path / "demo.yaml", slow_demo.port, concurrency=2, timeout_s=30, retries=1,
-                          backoff_s=0.05)
+    config = write_config(
+        tmp_path / "demo.yaml", slow_demo.port, concurrency=2, timeout_s=30, retries=1, backoff_s=0.05
+    )
     lake = tmp_path / "lake"
     journal = Path(journal_path(Lake(str(lake)), RUN_ID))
     journal.unlink(missing_ok=True)  # the journal lives in the session's cache, not in this test's folder
-    command = [sys.executable, "-m", "raglake", "run", "--golden", str(golden), "--target", f"http:{config}",
-               "--run-id", RUN_ID, "--lake", str(lake), "-m", "recall_any_at_k"]
+    command = [
+        sys.executable,
+        "-m",
+        "raglake",
+        "run",
+        "--golden",
+        str(golden),
+        "--target",
+        f"http:{config}",
+        "--run-id",
+        RUN_ID,
+        "--lake",
+        str(lake),
+        "-m",
+        "recall_any_at_k",
+    ]
     env = {**os.environ, "COLUMNS": "200", "PREFECT_API_URL": PREFECT_API_URL.value()}
     slow_demo.reset()
 
     # first attempt: killed (with everything it started) once a few captures are journalled
     log = tmp_path / "killed.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # its own process group: the kill takes its children too
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )  # its own process group: the kill takes its children too
         try:
             deadline = time.monotonic() + 240
             while _journal_lines(journal) < 3:
@@ -104,8 +123,11 @@ def test_a_killed_run_resumes_without_losing_duplicating_or_asking_again(prefect
     q = open_lake(str(lake))
     assert [r["run_id"] for r in q.runs()] == [RUN_ID]
     assert len(Lake(str(lake)).files("runs")) == 1
-    rows = fetch(q.con, "SELECT case_id, question, capture_status, capture_attempts, latency_wall_ms FROM cases "
-                 "WHERE run_id = $r", r=RUN_ID)
+    rows = fetch(
+        q.con,
+        "SELECT case_id, question, capture_status, capture_attempts, latency_wall_ms FROM cases WHERE run_id = $r",
+        r=RUN_ID,
+    )
     assert sorted(r[0] for r in rows) == sorted(c.id for c in cases)  # none lost, none duplicated
     assert {r[2] for r in rows} == {"ok"}
     # the captures from before the kill are the ones landed (same measured wall time), not new ones

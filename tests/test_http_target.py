@@ -1,7 +1,6 @@
 """The `http` target (issue 6) as units: its config file, body template, JSON-path mapping and retry
 rules (against a mock transport). The demo service and the flow: tests/test_http_demo.py."""
 
-
 import asyncio
 import datetime as dt
 import json
@@ -34,17 +33,42 @@ from tests.httpkit import (
 # ---- config file ---------------------------------------------------------------------------------
 
 BAD_CONFIGS = [
-    ("placeholder", 'url: http://h/q\nname: x\nbody:\n  q: "{questin}"\n', 3, "body",
-     "unknown placeholder {questin} (did you mean 'question'?)"),
-    ("nested_placeholder", 'url: http://h/q\nbody:\n  meta: ["{case_id}", "{catgory}"]\n', 2, "body",
-     "unknown placeholder {catgory} (did you mean 'category'?)"),
-    ("latency_stage", "url: http://h/q\nresponse:\n  answer: a\n  latency_ms:\n    retreival: t.r\n", 2,
-     "response.latency_ms", "unknown latency stage 'retreival' (did you mean 'retrieval'?)"),
+    (
+        "placeholder",
+        'url: http://h/q\nname: x\nbody:\n  q: "{questin}"\n',
+        3,
+        "body",
+        "unknown placeholder {questin} (did you mean 'question'?)",
+    ),
+    (
+        "nested_placeholder",
+        'url: http://h/q\nbody:\n  meta: ["{case_id}", "{catgory}"]\n',
+        2,
+        "body",
+        "unknown placeholder {catgory} (did you mean 'category'?)",
+    ),
+    (
+        "latency_stage",
+        "url: http://h/q\nresponse:\n  answer: a\n  latency_ms:\n    retreival: t.r\n",
+        2,
+        "response.latency_ms",
+        "unknown latency stage 'retreival' (did you mean 'retrieval'?)",
+    ),
     ("method", "url: http://h/q\n\nmethod: DELETE\n", 3, "method", "method must be GET, POST or PUT, got 'DELETE'"),
-    ("unknown_field", "url: http://h/q\nconcurency: 4\n", 2, "concurency",
-     "unknown field (did you mean 'concurrency'?)"),
-    ("nested_unknown_field", "url: http://h/q\nresponse:\n  anwser: a\n", 2, "response.anwser",
-     "unknown field (did you mean 'answer'?)"),
+    (
+        "unknown_field",
+        "url: http://h/q\nconcurency: 4\n",
+        2,
+        "concurency",
+        "unknown field (did you mean 'concurrency'?)",
+    ),
+    (
+        "nested_unknown_field",
+        "url: http://h/q\nresponse:\n  anwser: a\n",
+        2,
+        "response.anwser",
+        "unknown field (did you mean 'answer'?)",
+    ),
     ("url_scheme", "name: x\nurl: ftp://h/q\n", 2, "url", "should match pattern"),
     ("missing_url", "name: x\nretries: 2\n", 1, "url", "required field is missing"),
     ("timeout", "url: http://h/q\ntimeout_s: 0\n", 2, "timeout_s", "greater than 0"),
@@ -53,8 +77,9 @@ BAD_CONFIGS = [
 
 
 @pytest.mark.parametrize(("name", "text", "line", "field", "words"), BAD_CONFIGS, ids=[b[0] for b in BAD_CONFIGS])
-def test_bad_config_names_file_line_and_field(tmp_path: Path, name: str, text: str, line: int, field: str,
-                                              words: str) -> None:
+def test_bad_config_names_file_line_and_field(
+    tmp_path: Path, name: str, text: str, line: int, field: str, words: str
+) -> None:
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
     with pytest.raises(InputError) as info:
@@ -87,15 +112,25 @@ def test_the_shipped_demo_config_loads() -> None:
 def test_secret_free_records_env_var_names_never_values(monkeypatch) -> None:
     monkeypatch.setenv("RAGLAKE_UNIT_TOKEN", "s3cr3t-value")
     monkeypatch.setenv("RAGLAKE_UNIT_TENANT", "tenant-7")
-    config = HttpTargetConfig(url="http://h/q", headers={"Authorization": "Bearer ${RAGLAKE_UNIT_TOKEN}",
-                                                         "X-Pair": "${RAGLAKE_UNIT_TENANT}:${RAGLAKE_UNIT_TOKEN}",
-                                                         "X-Literal": "plain-api-key"})
-    assert config.resolved_headers() == {"Authorization": "Bearer s3cr3t-value", "X-Pair": "tenant-7:s3cr3t-value",
-                                         "X-Literal": "plain-api-key"}
+    config = HttpTargetConfig(
+        url="http://h/q",
+        headers={
+            "Authorization": "Bearer ${RAGLAKE_UNIT_TOKEN}",
+            "X-Pair": "${RAGLAKE_UNIT_TENANT}:${RAGLAKE_UNIT_TOKEN}",
+            "X-Literal": "plain-api-key",
+        },
+    )
+    assert config.resolved_headers() == {
+        "Authorization": "Bearer s3cr3t-value",
+        "X-Pair": "tenant-7:s3cr3t-value",
+        "X-Literal": "plain-api-key",
+    }
     recorded = config.secret_free()
-    assert recorded["headers"] == {"Authorization": "<from ${RAGLAKE_UNIT_TOKEN}>",
-                                   "X-Pair": "<from ${RAGLAKE_UNIT_TENANT, RAGLAKE_UNIT_TOKEN}>",
-                                   "X-Literal": "<redacted>"}
+    assert recorded["headers"] == {
+        "Authorization": "<from ${RAGLAKE_UNIT_TOKEN}>",
+        "X-Pair": "<from ${RAGLAKE_UNIT_TENANT, RAGLAKE_UNIT_TOKEN}>",
+        "X-Literal": "<redacted>",
+    }
     text = json.dumps(recorded)
     assert "s3cr3t-value" not in text and "plain-api-key" not in text and "tenant-7" not in text
     before = config.fingerprint()
@@ -107,10 +142,13 @@ def test_missing_env_var_fails_the_check_before_anything_is_written(tmp_path: Pa
     from raglake.pipeline.plan import plan_run
 
     monkeypatch.delenv("RAGLAKE_UNSET_TOKEN", raising=False)
-    config = write_config(tmp_path / "svc.yaml", free_port(),
-                          headers={"Authorization": "Bearer ${RAGLAKE_UNSET_TOKEN}"})
+    config = write_config(
+        tmp_path / "svc.yaml", free_port(), headers={"Authorization": "Bearer ${RAGLAKE_UNSET_TOKEN}"}
+    )
     lake = tmp_path / "lake"
-    with pytest.raises(InputError, match=r"needs environment variable \$\{RAGLAKE_UNSET_TOKEN\}, which is not set") as info:
+    with pytest.raises(
+        InputError, match=r"needs environment variable \$\{RAGLAKE_UNSET_TOKEN\}, which is not set"
+    ) as info:
         plan_run(RunSettings(target=f"http:{config}", golden=str(SAMPLE_GOLDEN), lake=str(lake)))
     line = next(i for i, text in enumerate(config.read_text().splitlines(), start=1) if "Authorization:" in text)
     assert (info.value.path, info.value.line, info.value.field) == (str(config), line, "headers.Authorization")
@@ -121,15 +159,36 @@ def test_missing_env_var_fails_the_check_before_anything_is_written(tmp_path: Pa
 
 
 def test_render_body() -> None:
-    values = {"question": "Who owns Atlas?", "case_id": "c-1", "category": None, "difficulty": "easy",
-              "vault": "work", "tags": ["atlas", "db"], "k": 5}
-    template = {"q": "{question}", "tags": "{tags}", "k": "{k}", "prompt": "[{case_id}] {question} (k={k})",
-                "cat": "{category}", "label": "cat={category};", "nested": [{"v": "{vault}"}, 3, True, None],
-                "literal": "no placeholders", "braces": "{not a field}"}
+    values = {
+        "question": "Who owns Atlas?",
+        "case_id": "c-1",
+        "category": None,
+        "difficulty": "easy",
+        "vault": "work",
+        "tags": ["atlas", "db"],
+        "k": 5,
+    }
+    template = {
+        "q": "{question}",
+        "tags": "{tags}",
+        "k": "{k}",
+        "prompt": "[{case_id}] {question} (k={k})",
+        "cat": "{category}",
+        "label": "cat={category};",
+        "nested": [{"v": "{vault}"}, 3, True, None],
+        "literal": "no placeholders",
+        "braces": "{not a field}",
+    }
     assert render_body(template, values) == {
-        "q": "Who owns Atlas?", "tags": ["atlas", "db"], "k": 5, "prompt": "[c-1] Who owns Atlas? (k=5)",
-        "cat": None, "label": "cat=;", "nested": [{"v": "work"}, 3, True, None],
-        "literal": "no placeholders", "braces": "{not a field}",
+        "q": "Who owns Atlas?",
+        "tags": ["atlas", "db"],
+        "k": 5,
+        "prompt": "[c-1] Who owns Atlas? (k=5)",
+        "cat": None,
+        "label": "cat=;",
+        "nested": [{"v": "work"}, 3, True, None],
+        "literal": "no placeholders",
+        "braces": "{not a field}",
     }
     assert render_body("{question}", values) == "Who owns Atlas?"
     with pytest.raises(KeyError):
@@ -153,11 +212,19 @@ def test_json_path_getter() -> None:
 
 def _debug_body(**changes: Any) -> dict[str, Any]:
     body = {
-        "answer": "Atlas runs on db.r6g.xlarge.", "abstained": False,
+        "answer": "Atlas runs on db.r6g.xlarge.",
+        "abstained": False,
         "references": [{"rel_path": "work/projects/atlas.md", "heading_path": "Project Atlas > Decisions"}],
-        "chunks": [{"rank": 2, "rel_path": "b.md", "heading_path": "B", "text": "bee", "score": 0.5},
-                   {"rank": 1, "rel_path": "work/projects/atlas.md", "heading_path": ["Project Atlas", "Decisions"],
-                    "text": "db.r6g.xlarge", "score": 0.9}],
+        "chunks": [
+            {"rank": 2, "rel_path": "b.md", "heading_path": "B", "text": "bee", "score": 0.5},
+            {
+                "rank": 1,
+                "rel_path": "work/projects/atlas.md",
+                "heading_path": ["Project Atlas", "Decisions"],
+                "text": "db.r6g.xlarge",
+                "score": 0.9,
+            },
+        ],
         "debug": {"folder_mode": "on_with_fallback", "selected_folders": ["work/projects"], "method": "x"},
         "timings": {"folder_selection_ms": 1.5, "retrieval_ms": 12, "generation_ms": 3.25, "total_ms": 16.75},
     }
@@ -179,20 +246,30 @@ def test_map_response_through_the_demo_config() -> None:
     assert sparse["answer"] == "" and sparse["retrieved"] == [] and sparse["references"] == []
     assert sparse["latency_ms"] == dict.fromkeys(("folder_selection", "retrieval", "generation", "total"))
     # rank from the list order when the mapping says so
-    by_order = config.model_copy(update={"response": config.response.model_copy(
-        update={"chunk": config.response.chunk.model_copy(update={"rank": None})})})
+    by_order = config.model_copy(
+        update={
+            "response": config.response.model_copy(
+                update={"chunk": config.response.chunk.model_copy(update={"rank": None})}
+            )
+        }
+    )
     assert [c["rank"] for c in map_response(_debug_body(), by_order, "c-3")["retrieved"]] == [1, 2]
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"answer": 42}, "answer at 'answer' is a int, expected str"),
-    ({"abstained": "no"}, "abstained at 'abstained' is a str, expected bool"),
-    ({"chunks": {"rank": 1}}, "retrieved chunks at 'chunks' is a dict, expected list"),
-    ({"chunks": [{"rank": True, "rel_path": "a.md"}]}, "chunk rank at 'rank' is a bool, expected int"),
-    ({"chunks": [{"rank": 1, "rel_path": "a.md", "score": "high"}]},
-     "chunk score at 'score' is a str, expected int or float"),
-    ({"timings": {"total_ms": "16"}}, "latency total at 'timings.total_ms' is a str, expected int or float"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"answer": 42}, "answer at 'answer' is a int, expected str"),
+        ({"abstained": "no"}, "abstained at 'abstained' is a str, expected bool"),
+        ({"chunks": {"rank": 1}}, "retrieved chunks at 'chunks' is a dict, expected list"),
+        ({"chunks": [{"rank": True, "rel_path": "a.md"}]}, "chunk rank at 'rank' is a bool, expected int"),
+        (
+            {"chunks": [{"rank": 1, "rel_path": "a.md", "score": "high"}]},
+            "chunk score at 'score' is a str, expected int or float",
+        ),
+        ({"timings": {"total_ms": "16"}}, "latency total at 'timings.total_ms' is a str, expected int or float"),
+    ],
+)
 def test_map_response_type_errors(changes: dict, message: str) -> None:
     config = load_http_config(DEMO_CONFIG)
     with pytest.raises(MappingError) as info:
@@ -220,8 +297,9 @@ def _fetch(handler, case: GoldenCase | None = None, **config: Any):  # noqa: ANN
 
     async def go():  # noqa: ANN202
         async with httpx.AsyncClient(transport=httpx.MockTransport(transport)) as client:
-            return await fetch_capture(client, cfg, {"X-Client": "test"}, case or GoldenCase(id="c-1", question="q?"),
-                                       5, sleep=sleep)
+            return await fetch_capture(
+                client, cfg, {"X-Client": "test"}, case or GoldenCase(id="c-1", question="q?"), 5, sleep=sleep
+            )
 
     return asyncio.run(go()), seen, sleeps
 
@@ -237,8 +315,9 @@ def test_request_body_and_a_good_response() -> None:
 
 
 def test_get_sends_the_body_as_query_parameters() -> None:
-    _, seen, _ = _fetch(lambda r, n: httpx.Response(200, json=_debug_body()), method="GET",
-                        body={"q": "{question}", "k": "{k}"})
+    _, seen, _ = _fetch(
+        lambda r, n: httpx.Response(200, json=_debug_body()), method="GET", body={"q": "{question}", "k": "{k}"}
+    )
     assert seen[0].method == "GET" and dict(seen[0].url.params) == {"q": "q?", "k": "5"}
 
 
@@ -276,19 +355,24 @@ def test_4xx_other_than_429_is_not_retried(code: int) -> None:
 
 
 def test_bad_bodies_become_error_captures_without_retry() -> None:
-    capture, seen, _ = _fetch(lambda r, n: httpx.Response(200, text='{"answer": "cut',
-                                                          headers={"content-type": "application/json"}))
+    capture, seen, _ = _fetch(
+        lambda r, n: httpx.Response(200, text='{"answer": "cut', headers={"content-type": "application/json"})
+    )
     assert capture.status == "error" and capture.attempts == 1 == len(seen)
     assert capture.error.startswith("malformed JSON response: Unterminated string starting at")
     assert "line 1 column 12" in capture.error
 
     capture, seen, _ = _fetch(lambda r, n: httpx.Response(200, json=_debug_body(answer=["a", "b"])))
     assert capture.status == "error" and capture.attempts == 1 == len(seen)
-    assert capture.error == ("response does not map onto a capture: answer at 'answer' is a list, expected str "
-                             "(after 1 attempt(s))")
+    assert capture.error == (
+        "response does not map onto a capture: answer at 'answer' is a list, expected str (after 1 attempt(s))"
+    )
 
-    capture, _, _ = _fetch(lambda r, n: httpx.Response(200, json=_debug_body(
-        chunks=[{"rank": 1, "rel_path": "a.md"}, {"rank": 1, "rel_path": "b.md"}])))
+    capture, _, _ = _fetch(
+        lambda r, n: httpx.Response(
+            200, json=_debug_body(chunks=[{"rank": 1, "rel_path": "a.md"}, {"rank": 1, "rel_path": "b.md"}])
+        )
+    )
     assert capture.status == "error" and "response does not map onto a capture" in capture.error
     assert "duplicate rank" in capture.error
 

@@ -52,7 +52,7 @@ INVALID_UTF8 = {
 def test_invalid_utf8_names_the_line_of_the_first_bad_byte(tmp_path: Path, suffix: str) -> None:
     data = INVALID_UTF8[suffix]
     err = _error(load_golden, _bytes(tmp_path / f"g{suffix}", data))
-    assert err.line == data[:data.index(b"\xe9")].count(b"\n") + 1
+    assert err.line == data[: data.index(b"\xe9")].count(b"\n") + 1
     assert "invalid UTF-8" in err.message and "0xe9" in err.message
 
 
@@ -67,9 +67,11 @@ NESTED = 200_000
 @pytest.mark.parametrize("suffix", [".jsonl", ".json", ".yaml"])
 def test_json_nested_200000_deep_is_an_input_error(tmp_path: Path, suffix: str) -> None:
     deep = "[" * NESTED + "]" * NESTED
-    text = {".jsonl": f"{json.dumps(CASE)}\n\n" + '{"id": "b", "question": "q", "metadata": {"x": ' + deep + "}}\n",
-            ".json": f"[{json.dumps(CASE)},\n\n" + '{"id": "b", "question": "q", "metadata": {"x": ' + deep + "}}]\n",
-            ".yaml": f"- {json.dumps(CASE)}\n\n" + '- {"id": "b", "question": "q", "metadata": {"x": ' + deep + "}}\n"}[suffix]
+    text = {
+        ".jsonl": f"{json.dumps(CASE)}\n\n" + '{"id": "b", "question": "q", "metadata": {"x": ' + deep + "}}\n",
+        ".json": f"[{json.dumps(CASE)},\n\n" + '{"id": "b", "question": "q", "metadata": {"x": ' + deep + "}}]\n",
+        ".yaml": f"- {json.dumps(CASE)}\n\n" + '- {"id": "b", "question": "q", "metadata": {"x": ' + deep + "}}\n",
+    }[suffix]
     err = _error(load_golden, _bytes(tmp_path / f"g{suffix}", text.encode()))
     assert err.line == 3 and "nested" in err.message
 
@@ -91,10 +93,13 @@ def test_a_folder_as_golden_set_or_capture_file(tmp_path: Path) -> None:
 
 # --- item 6: JSONL is split on "\n" only, a BOM is accepted ----------------------------------------------
 
+
 def test_line_separators_inside_json_strings_are_kept(tmp_path: Path) -> None:
     question = f"one{SEPARATORS}two"
-    lines = [json.dumps({"id": "a", "question": question}, ensure_ascii=False),
-             json.dumps({"id": "b", "question": "q", "difficulty": "hardd"})]
+    lines = [
+        json.dumps({"id": "a", "question": question}, ensure_ascii=False),
+        json.dumps({"id": "b", "question": "q", "difficulty": "hardd"}),
+    ]
     path = _bytes(tmp_path / "g.jsonl", "\n".join(lines).encode())
     err = _error(load_golden, path)
     assert err.line == 2 and err.field == "difficulty"  # line numbers count "\n" only
@@ -133,7 +138,11 @@ def test_the_capture_journal_ignores_a_tail_cut_inside_a_utf8_character(tmp_path
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".json", ".yaml"])
 def test_a_utf8_bom_is_accepted(tmp_path: Path, suffix: str) -> None:
-    text = {".jsonl": json.dumps(CASE) + "\n", ".json": json.dumps({"cases": [CASE]}), ".yaml": "- id: a\n  question: q\n"}[suffix]
+    text = {
+        ".jsonl": json.dumps(CASE) + "\n",
+        ".json": json.dumps({"cases": [CASE]}),
+        ".yaml": "- id: a\n  question: q\n",
+    }[suffix]
     (case,) = load_golden(_bytes(tmp_path / f"g{suffix}", b"\xef\xbb\xbf" + text.encode())).cases
     assert case.id == "a"
     text = {".jsonl": json.dumps(CAPTURE), ".json": json.dumps([CAPTURE]), ".yaml": "- " + json.dumps(CAPTURE)}[suffix]
@@ -146,34 +155,90 @@ def test_a_utf8_bom_is_accepted(tmp_path: Path, suffix: str) -> None:
 REJECTED_GOLDEN = [
     ("blank_id.jsonl", '{"id": "a", "question": "q"}\n{"id": "  ", "question": "q"}\n', 2, "id", "blank"),
     ("empty_id.jsonl", '{"id": "", "question": "q"}\n', 1, "id", "blank"),
-    ("tab_id.yaml", "- id: \"\\t\"\n  question: q\n", 1, "id", "blank"),
-    ("dup_key.jsonl", '{"id": "a", "question": "q"}\n{"id": "b", "question": "q", "id": "c"}\n', 2, None, "duplicate key 'id'"),
-    ("dup_nested_key.json", ('[\n {"id": "a", "question": "q",\n  "gold_supports": [{"rel_path": "x.md"},\n'
-                             '   {"rel_path": "y.md",\n    "rel_path": "z.md"}]}\n]\n'), 5, None, "duplicate key 'rel_path'"),
+    ("tab_id.yaml", '- id: "\\t"\n  question: q\n', 1, "id", "blank"),
+    (
+        "dup_key.jsonl",
+        '{"id": "a", "question": "q"}\n{"id": "b", "question": "q", "id": "c"}\n',
+        2,
+        None,
+        "duplicate key 'id'",
+    ),
+    (
+        "dup_nested_key.json",
+        (
+            '[\n {"id": "a", "question": "q",\n  "gold_supports": [{"rel_path": "x.md"},\n'
+            '   {"rel_path": "y.md",\n    "rel_path": "z.md"}]}\n]\n'
+        ),
+        5,
+        None,
+        "duplicate key 'rel_path'",
+    ),
     ("dup_escaped_key.jsonl", '{"id": "a", "question": "q", "\\u0069d": "b"}\n', 1, None, "duplicate key 'id'"),
     ("dup_key.yaml", "- id: a\n  question: q\n  tags: [x]\n  question: r\n", 4, None, "duplicate key 'question'"),
     ("answerable_yes.jsonl", '{"id": "a", "question": "q", "answerable": "yes"}\n', 1, "answerable", "valid boolean"),
     ("answerable_one.jsonl", '{"id": "a", "question": "q", "answerable": 1}\n', 1, "answerable", "valid boolean"),
-    ("answerable_yes.yaml", "- id: a\n  question: q\n  answerable: \"yes\"\n", 3, "answerable", "valid boolean"),
-    ("required_str.jsonl", '{"id": "a", "question": "q", "gold_supports": [{"rel_path": "x.md", "required": "true"}]}\n',
-     1, "gold_supports[0].required", "valid boolean"),
-    ("label_str.jsonl", '{"id": "a", "question": "q", "labels": {"chunks": [{"rel_path": "x.md", "misleading": "1"}]}}\n',
-     1, "labels.chunks[0].misleading", "valid integer"),
-    ("group_float.jsonl", '{"id": "a", "question": "q", "gold_supports": [{"rel_path": "x.md"}], "required_support_groups": [[0.0]]}\n',
-     1, "required_support_groups[0][0]", "valid integer"),
-    ("nan.jsonl", '{"id": "a", "question": "q"}\n{"id": "b", "question": "q", "metadata": {"w": NaN}}\n', 2, None, "NaN"),
-    ("infinity.json", '{"cases": [\n {"id": "a", "question": "q",\n  "metadata": {"w": -Infinity}}]}\n', 3, None, "Infinity"),
-    ("nan_in_string_ok_then_nan.json", '[{"id": "a", "question": "NaN Infinity",\n "metadata": {"w": [1,\nNaN]}}]', 3, None, "NaN"),
+    ("answerable_yes.yaml", '- id: a\n  question: q\n  answerable: "yes"\n', 3, "answerable", "valid boolean"),
+    (
+        "required_str.jsonl",
+        '{"id": "a", "question": "q", "gold_supports": [{"rel_path": "x.md", "required": "true"}]}\n',
+        1,
+        "gold_supports[0].required",
+        "valid boolean",
+    ),
+    (
+        "label_str.jsonl",
+        '{"id": "a", "question": "q", "labels": {"chunks": [{"rel_path": "x.md", "misleading": "1"}]}}\n',
+        1,
+        "labels.chunks[0].misleading",
+        "valid integer",
+    ),
+    (
+        "group_float.jsonl",
+        '{"id": "a", "question": "q", "gold_supports": [{"rel_path": "x.md"}], "required_support_groups": [[0.0]]}\n',
+        1,
+        "required_support_groups[0][0]",
+        "valid integer",
+    ),
+    (
+        "nan.jsonl",
+        '{"id": "a", "question": "q"}\n{"id": "b", "question": "q", "metadata": {"w": NaN}}\n',
+        2,
+        None,
+        "NaN",
+    ),
+    (
+        "infinity.json",
+        '{"cases": [\n {"id": "a", "question": "q",\n  "metadata": {"w": -Infinity}}]}\n',
+        3,
+        None,
+        "Infinity",
+    ),
+    (
+        "nan_in_string_ok_then_nan.json",
+        '[{"id": "a", "question": "NaN Infinity",\n "metadata": {"w": [1,\nNaN]}}]',
+        3,
+        None,
+        "NaN",
+    ),
     ("nan.yaml", "- id: a\n  question: q\n  metadata:\n    w: .nan\n", 4, None, "NaN"),
-    ("lone_surrogate.jsonl", '{"id": "a", "question": "q"}\n{"id": "b", "question": "x\\ud800y"}\n', 2, None, "surrogate"),
+    (
+        "lone_surrogate.jsonl",
+        '{"id": "a", "question": "q"}\n{"id": "b", "question": "x\\ud800y"}\n',
+        2,
+        None,
+        "surrogate",
+    ),
     ("lone_surrogate_key.json", '[{"id": "a",\n "\\udc00": "q"}]', 2, None, "surrogate"),
     ("lone_surrogate.yaml", '- id: a\n  question: "x\\ud800"\n', 2, None, "surrogate"),
 ]
 
 
-@pytest.mark.parametrize(("name", "text", "line", "field", "words"), REJECTED_GOLDEN, ids=[r[0] for r in REJECTED_GOLDEN])
-def test_silently_accepted_golden_input_is_now_an_error(tmp_path: Path, name: str, text: str, line: int,
-                                                        field: str | None, words: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "text", "line", "field", "words"), REJECTED_GOLDEN, ids=[r[0] for r in REJECTED_GOLDEN]
+)
+def test_silently_accepted_golden_input_is_now_an_error(
+    tmp_path: Path, name: str, text: str, line: int, field: str | None, words: str
+) -> None:
     err = _error(load_golden, _bytes(tmp_path / name, text.encode()))
     assert (err.line, err.field) == (line, field)
     assert words in err.message
@@ -190,9 +255,13 @@ REJECTED_CAPTURES = [
 ]
 
 
-@pytest.mark.parametrize(("capture", "field", "words"), REJECTED_CAPTURES, ids=[r[1] + "-" + r[2] for r in REJECTED_CAPTURES])
+@pytest.mark.parametrize(
+    ("capture", "field", "words"), REJECTED_CAPTURES, ids=[r[1] + "-" + r[2] for r in REJECTED_CAPTURES]
+)
 def test_loose_capture_fields_are_errors(tmp_path: Path, capture: dict, field: str, words: str) -> None:
-    path = _bytes(tmp_path / "c.jsonl", (json.dumps(CAPTURE | {"case_id": "z"}) + "\n" + json.dumps(capture) + "\n").encode())
+    path = _bytes(
+        tmp_path / "c.jsonl", (json.dumps(CAPTURE | {"case_id": "z"}) + "\n" + json.dumps(capture) + "\n").encode()
+    )
     err = _error(ReplayFile, path)
     assert (err.line, err.field) == (2, field) and words in err.message
 
@@ -205,7 +274,9 @@ def test_a_nan_chunk_score_in_a_capture_file(tmp_path: Path) -> None:
     assert err.line == 4 and "Infinity" in err.message
     err = _error(ReplayFile, _bytes(tmp_path / "c2.jsonl", json.dumps(CAPTURE).replace("0.5", "1e400").encode()))
     assert (err.line, err.field) == (1, "retrieved[0].score") and "finite" in err.message  # 1e400 parses as inf
-    err = _error(load_golden, _bytes(tmp_path / "g.jsonl", b'{"id": "a", "question": "q", "metadata": {"w": [-1e999]}}'))
+    err = _error(
+        load_golden, _bytes(tmp_path / "g.jsonl", b'{"id": "a", "question": "q", "metadata": {"w": [-1e999]}}')
+    )
     assert (err.line, err.field) == (1, "metadata") and "-inf" in err.message
 
 
@@ -220,8 +291,13 @@ def test_ints_stay_acceptable_for_floats_and_a_surrogate_pair_is_fine(tmp_path: 
 
 # --- the command line: exit 2 with FILE:LINE, and the lake's bytes unchanged ----------------------------------
 
+
 def _lake_bytes(lake: Path) -> dict[str, str]:
-    return {str(p.relative_to(lake)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(lake.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(lake)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(lake.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.mark.e2e
@@ -232,7 +308,16 @@ def test_cli_bad_bytes_in_a_capture_file_exit_2_and_leave_the_lake_alone(tmp_pat
     first = (FIXTURES / "mini_captures.jsonl").read_bytes().split(b"\n")[0]
     bad = _bytes(tmp_path / "bad.jsonl", first + b'\n{"case_id": "c2", "answer": "caf\xe9"}\n')
     env = {**os.environ, "RAGLAKE_LAKE": str(lake), "COLUMNS": "300"}
-    command = [sys.executable, "-m", "raglake", "run", "--golden", str(FIXTURES / "mini_golden.jsonl"), "--target", f"replay:{bad}"]
+    command = [
+        sys.executable,
+        "-m",
+        "raglake",
+        "run",
+        "--golden",
+        str(FIXTURES / "mini_golden.jsonl"),
+        "--target",
+        f"replay:{bad}",
+    ]
     done = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"error: {bad}:2: invalid UTF-8" in " ".join(done.stdout.split()) and "Traceback" not in done.stderr

@@ -17,35 +17,99 @@ from raglake.errors import InputError
 from raglake.golden import load_golden
 from raglake.targets.replay import ReplayFile
 
-FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 SUFFIXES = st.sampled_from([".jsonl", ".json", ".yaml"])
 NO_LINE = ("the golden set has no cases", "the capture file is empty")  # about the whole file, no line to name
-SPECIAL = list("\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\ufeff\ud800\udbff\udc00\udfff\x00\r\n\t \"\\{}[]:,#-")
+SPECIAL = list('\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\ufeff\ud800\udbff\udc00\udfff\x00\r\n\t "\\{}[]:,#-')
 CHARS = st.one_of(st.characters(), st.sampled_from(SPECIAL))
 TEXT = st.text(CHARS, max_size=12)
-KEYS = ["id", "question", "case_id", "answer", "tags", "answerable", "metadata", "gold_supports", "retrieved",
-        "rank", "score", "rel_path", "heading_path", "latency_ms", "total", "cases", "captures", "contexts",
-        "user_input", "required", "labels", "abstained", "attempts", "category", "required_support_groups"]
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), TEXT,
-                    st.sampled_from(["a", "q", "yes", "1", "0.5", "NaN", " "]))
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(KEYS), TEXT), inner, max_size=5)), max_leaves=16)
-CHUNK = st.fixed_dictionaries({"rank": st.one_of(st.integers(-1, 4), SCALARS)},
-                              optional={"rel_path": st.one_of(st.just("a.md"), TEXT), "score": st.one_of(st.floats(), SCALARS),
-                                        "text": TEXT, "heading_path": st.one_of(TEXT, st.lists(SCALARS, max_size=3))})
+KEYS = [
+    "id",
+    "question",
+    "case_id",
+    "answer",
+    "tags",
+    "answerable",
+    "metadata",
+    "gold_supports",
+    "retrieved",
+    "rank",
+    "score",
+    "rel_path",
+    "heading_path",
+    "latency_ms",
+    "total",
+    "cases",
+    "captures",
+    "contexts",
+    "user_input",
+    "required",
+    "labels",
+    "abstained",
+    "attempts",
+    "category",
+    "required_support_groups",
+]
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(),
+    TEXT,
+    st.sampled_from(["a", "q", "yes", "1", "0.5", "NaN", " "]),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(KEYS), TEXT), inner, max_size=5)
+    ),
+    max_leaves=16,
+)
+CHUNK = st.fixed_dictionaries(
+    {"rank": st.one_of(st.integers(-1, 4), SCALARS)},
+    optional={
+        "rel_path": st.one_of(st.just("a.md"), TEXT),
+        "score": st.one_of(st.floats(), SCALARS),
+        "text": TEXT,
+        "heading_path": st.one_of(TEXT, st.lists(SCALARS, max_size=3)),
+    },
+)
 GOLDEN = st.fixed_dictionaries(
     {"id": st.one_of(st.sampled_from(["a", "b", " "]), st.integers(), TEXT), "question": st.one_of(st.just("q"), TEXT)},
-    optional={"answerable": SCALARS, "tags": st.lists(st.one_of(st.just("x"), TEXT), max_size=3), "metadata": VALUES,
-              "category": st.one_of(st.sampled_from(["factual", "mutli-hop"]), TEXT), "labels": VALUES,
-              "gold_supports": st.lists(st.fixed_dictionaries({"rel_path": st.one_of(st.just("a.md"), TEXT)},
-                                                              optional={"required": SCALARS, "snippets": VALUES}), max_size=2),
-              "required_support_groups": VALUES, "contexts": VALUES})
+    optional={
+        "answerable": SCALARS,
+        "tags": st.lists(st.one_of(st.just("x"), TEXT), max_size=3),
+        "metadata": VALUES,
+        "category": st.one_of(st.sampled_from(["factual", "mutli-hop"]), TEXT),
+        "labels": VALUES,
+        "gold_supports": st.lists(
+            st.fixed_dictionaries(
+                {"rel_path": st.one_of(st.just("a.md"), TEXT)}, optional={"required": SCALARS, "snippets": VALUES}
+            ),
+            max_size=2,
+        ),
+        "required_support_groups": VALUES,
+        "contexts": VALUES,
+    },
+)
 CAPTURE = st.fixed_dictionaries(
     {"case_id": st.one_of(st.sampled_from(["a", "b", ""]), st.integers(), TEXT)},
-    optional={"answer": st.one_of(TEXT, SCALARS), "abstained": SCALARS, "retrieved": st.lists(CHUNK, max_size=3),
-              "latency_ms": st.dictionaries(st.sampled_from(["total", "wall", "retrieval"]), SCALARS, max_size=2),
-              "attempts": SCALARS, "status": st.one_of(st.just("ok"), TEXT), "references": VALUES})
+    optional={
+        "answer": st.one_of(TEXT, SCALARS),
+        "abstained": SCALARS,
+        "retrieved": st.lists(CHUNK, max_size=3),
+        "latency_ms": st.dictionaries(st.sampled_from(["total", "wall", "retrieval"]), SCALARS, max_size=2),
+        "attempts": SCALARS,
+        "status": st.one_of(st.just("ok"), TEXT),
+        "references": VALUES,
+    },
+)
 
 
 def _serialise(draw: st.DrawFn, records: object, suffix: str, list_key: str) -> bytes:
@@ -77,7 +141,7 @@ def mutated(draw: st.DrawFn, data: bytes) -> bytes:
         return data[:at]
     if how == "splice":
         return data[:at] + draw(st.binary(min_size=1, max_size=4)) + data[at:]
-    return data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1:]
+    return data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1 :]
 
 
 @st.composite
@@ -143,7 +207,12 @@ def test_random_unicode(folder: Path, suffix: str, text: str, bom: bool) -> None
 def test_random_json_values(folder: Path, data: st.DataObject) -> None:
     suffix = data.draw(SUFFIXES)
     value = data.draw(st.one_of(VALUES, st.lists(VALUES, min_size=1, max_size=3)))
-    raw = _serialise(data.draw, value if isinstance(value, list) else [value], suffix, data.draw(st.sampled_from(["cases", "captures"])))
+    raw = _serialise(
+        data.draw,
+        value if isinstance(value, list) else [value],
+        suffix,
+        data.draw(st.sampled_from(["cases", "captures"])),
+    )
     _check_golden(folder, suffix, raw)
     _check_captures(folder, suffix, raw)
 

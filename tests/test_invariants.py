@@ -68,13 +68,16 @@ def build(sups, groups, ranked, k=5):
     case = GoldenCase.model_validate(
         {"id": "p", "question": "q?", "gold_supports": sups, "required_support_groups": groups}
     )
-    capture = Capture.model_validate({
-        "case_id": "p", "answer": "an answer",
-        "retrieved": [
-            {"rank": r, "rel_path": c["rel_path"], "heading_path": c["heading_path"], "text": c["text"]}
-            for r, c in ranked
-        ],
-    })
+    capture = Capture.model_validate(
+        {
+            "case_id": "p",
+            "answer": "an answer",
+            "retrieved": [
+                {"rank": r, "rel_path": c["rel_path"], "heading_path": c["heading_path"], "text": c["text"]}
+                for r, c in ranked
+            ],
+        }
+    )
     return CaseContext(case, capture, ScoringConfig(k=k))
 
 
@@ -96,7 +99,9 @@ def test_all_scores_in_range(scenario, require_snippets):
     base = build(sups, groups, ranked, k)
     ctx = CaseContext(base.case, base.capture, ScoringConfig(k=k, require_snippets=require_snippets))
     # embedding and judge metrics need vectors / judge outcomes: their own tests cover them
-    for metric, s in score_context(ctx, [m for m in all_metrics(level="case") if m.family not in ("embedding", "judge")]):
+    for metric, s in score_context(
+        ctx, [m for m in all_metrics(level="case") if m.family not in ("embedding", "judge")]
+    ):
         if s.status == "ok":
             assert math.isfinite(s.value)
             assert 0.0 <= s.value <= 1.0 + 1e-12, (metric.name, s)
@@ -110,8 +115,12 @@ def test_all_scores_in_range(scenario, require_snippets):
 
 
 @SETTINGS
-@given(supports(), st.lists(st.builds(miss_chunk, st.integers(0, 9), st.just(0)), max_size=4),
-       st.integers(1, 6), st.lists(st.integers(0, 2), min_size=4, max_size=4))
+@given(
+    supports(),
+    st.lists(st.builds(miss_chunk, st.integers(0, 9), st.just(0)), max_size=4),
+    st.integers(1, 6),
+    st.lists(st.integers(0, 2), min_size=4, max_size=4),
+)
 def test_ideal_ranking_gives_ndcg_one(sup_groups, tail, k, subs):
     sups, groups = sup_groups
     order = sorted(range(len(sups)), key=lambda i: -_grade(sups[i]))  # grade order, 2s first
@@ -189,32 +198,59 @@ def anchors(draw):
 
 @st.composite
 def rich_cases(draw):
-    sups = [dict(draw(anchors()), required=draw(st.booleans()),
-                 snippets=draw(st.sampled_from(([], ["needle"], ["hay", "needle"], ["straw"]))),
-                 date=draw(st.sampled_from((None, "2025-01-10", "2025-04-02"))))
-            for _ in range(draw(st.integers(1, 5)))]
+    sups = [
+        dict(
+            draw(anchors()),
+            required=draw(st.booleans()),
+            snippets=draw(st.sampled_from(([], ["needle"], ["hay", "needle"], ["straw"]))),
+            date=draw(st.sampled_from((None, "2025-01-10", "2025-04-02"))),
+        )
+        for _ in range(draw(st.integers(1, 5)))
+    ]
     n = len(sups)
     groups = draw(st.lists(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True), max_size=3))
     rules = [None, "cite_both", "acknowledge_both"] + (["cite_newer"] if any(s["date"] for s in sups) else [])
     # one label per anchor and per answer label name: two labels that apply equally and disagree are
     # resolved by position today (see the issue 10 report), which is not what this property is about
-    chunk_label = st.builds(lambda a, t, s, m: dict(a, topically_relevant=t, evidence_sufficient=s, misleading=m),
-                            anchors(), _binary, _binary, _binary)
+    chunk_label = st.builds(
+        lambda a, t, s, m: dict(a, topically_relevant=t, evidence_sufficient=s, misleading=m),
+        anchors(),
+        _binary,
+        _binary,
+        _binary,
+    )
     chunk_labels = draw(st.lists(chunk_label, max_size=4, unique_by=lambda lab: (lab["rel_path"], lab["heading_path"])))
-    names = draw(st.permutations(("source_cited", "fabricated_source", "support_present", "helpful",
-                                  "acknowledges_conflict")))
-    answer_labels = [{"method": draw(st.sampled_from((None, "m1", "m2"))),
-                      **{name: draw(st.integers(0, 1)) for name in part}}
-                     for part in (names[:2], names[2:4], names[4:]) if draw(st.booleans())]
-    case = {"id": "p", "question": "q?", "gold_supports": sups, "required_support_groups": groups,
-            "recency_conflict_rule": draw(st.sampled_from(rules)), "answerable": draw(st.booleans()),
-            "tags": draw(st.lists(st.sampled_from(("x", "y", "z")), max_size=4)),
-            "labels": {"chunks": chunk_labels, "answers": answer_labels}}
-    retrieved = [dict(draw(anchors()), rank=r, text=draw(st.sampled_from(("a needle", "hay", "", "nothing"))))
-                 for r in range(1, draw(st.integers(0, 7)) + 1)]
-    capture = {"case_id": "p", "method": "m1", "answer": draw(st.sampled_from(("It is 16 [g.md].", "I don't know."))),
-               "references": draw(st.lists(anchors(), max_size=3)), "retrieved": retrieved,
-               "folder_mode": draw(st.sampled_from(("off", "on"))), "selected_folders": ["g.md"]}
+    names = draw(
+        st.permutations(("source_cited", "fabricated_source", "support_present", "helpful", "acknowledges_conflict"))
+    )
+    answer_labels = [
+        {"method": draw(st.sampled_from((None, "m1", "m2"))), **{name: draw(st.integers(0, 1)) for name in part}}
+        for part in (names[:2], names[2:4], names[4:])
+        if draw(st.booleans())
+    ]
+    case = {
+        "id": "p",
+        "question": "q?",
+        "gold_supports": sups,
+        "required_support_groups": groups,
+        "recency_conflict_rule": draw(st.sampled_from(rules)),
+        "answerable": draw(st.booleans()),
+        "tags": draw(st.lists(st.sampled_from(("x", "y", "z")), max_size=4)),
+        "labels": {"chunks": chunk_labels, "answers": answer_labels},
+    }
+    retrieved = [
+        dict(draw(anchors()), rank=r, text=draw(st.sampled_from(("a needle", "hay", "", "nothing"))))
+        for r in range(1, draw(st.integers(0, 7)) + 1)
+    ]
+    capture = {
+        "case_id": "p",
+        "method": "m1",
+        "answer": draw(st.sampled_from(("It is 16 [g.md].", "I don't know."))),
+        "references": draw(st.lists(anchors(), max_size=3)),
+        "retrieved": retrieved,
+        "folder_mode": draw(st.sampled_from(("off", "on"))),
+        "selected_folders": ["g.md"],
+    }
     return case, capture, draw(st.integers(1, 6)), draw(st.booleans())
 
 
@@ -224,18 +260,28 @@ def _permuted(case: dict, data) -> dict:
     perm = data.draw(st.permutations(range(n)))  # new position p holds old support perm[p]
     where = {old: new for new, old in enumerate(perm)}
     labels = case["labels"]
-    return {**case, "gold_supports": [case["gold_supports"][i] for i in perm],
-            "required_support_groups": [[where[i] for i in g] for g in case["required_support_groups"]],
-            "tags": data.draw(st.permutations(case["tags"])),
-            "labels": {"chunks": data.draw(st.permutations(labels["chunks"])),
-                       "answers": data.draw(st.permutations(labels["answers"]))}}
+    return {
+        **case,
+        "gold_supports": [case["gold_supports"][i] for i in perm],
+        "required_support_groups": [[where[i] for i in g] for g in case["required_support_groups"]],
+        "tags": data.draw(st.permutations(case["tags"])),
+        "labels": {
+            "chunks": data.draw(st.permutations(labels["chunks"])),
+            "answers": data.draw(st.permutations(labels["answers"])),
+        },
+    }
 
 
 def _values(case: dict, capture: dict, k: int, require_snippets: bool) -> dict:
-    ctx = CaseContext(GoldenCase.model_validate(case), Capture.model_validate(capture),
-                      ScoringConfig(k=k, require_snippets=require_snippets))
-    return {m.name: (s.status, s.reason, None if math.isnan(s.value) else round(s.value, 12))
-            for m, s in score_context(ctx, DETERMINISTIC)}
+    ctx = CaseContext(
+        GoldenCase.model_validate(case),
+        Capture.model_validate(capture),
+        ScoringConfig(k=k, require_snippets=require_snippets),
+    )
+    return {
+        m.name: (s.status, s.reason, None if math.isnan(s.value) else round(s.value, 12))
+        for m, s in score_context(ctx, DETERMINISTIC)
+    }
 
 
 @settings(max_examples=200, deadline=None)

@@ -43,13 +43,32 @@ def write_inputs(folder: Path) -> tuple[str, str]:
     golden, captures = [], []
     for i, (what, answer) in enumerate(topics, start=1):
         cid = f"j{i}"
-        golden.append({"id": cid, "question": f"Which {what} does Atlas use?", "reference_answer": f"Atlas uses {answer}.",
-                       "category": "factual", "gold_supports": [{"rel_path": f"work/{what}.md", "heading_path": "Atlas"}]})
-        captures.append({"case_id": cid, "method": "m1", "answer": f"Atlas uses {answer} [1].", "abstained": False,
-                         "retrieved": [{"rank": 1, "rel_path": f"work/{what}.md", "heading_path": "Atlas",
-                                        "text": f"Atlas runs {answer}."},
-                                       {"rank": 2, "rel_path": "work/other.md", "heading_path": "Other",
-                                        "text": "Unrelated notes."}]})
+        golden.append(
+            {
+                "id": cid,
+                "question": f"Which {what} does Atlas use?",
+                "reference_answer": f"Atlas uses {answer}.",
+                "category": "factual",
+                "gold_supports": [{"rel_path": f"work/{what}.md", "heading_path": "Atlas"}],
+            }
+        )
+        captures.append(
+            {
+                "case_id": cid,
+                "method": "m1",
+                "answer": f"Atlas uses {answer} [1].",
+                "abstained": False,
+                "retrieved": [
+                    {
+                        "rank": 1,
+                        "rel_path": f"work/{what}.md",
+                        "heading_path": "Atlas",
+                        "text": f"Atlas runs {answer}.",
+                    },
+                    {"rank": 2, "rel_path": "work/other.md", "heading_path": "Other", "text": "Unrelated notes."},
+                ],
+            }
+        )
     g, c = folder / "golden.jsonl", folder / "captures.jsonl"
     g.write_text("".join(json.dumps(x) + "\n" for x in golden))
     c.write_text("".join(json.dumps(x) + "\n" for x in captures))
@@ -65,8 +84,14 @@ def two_judges(body: dict[str, Any]) -> Reply:
 
 def judge_rows(lake: str, run_id: str) -> dict[tuple[str, str], dict[str, Any]]:
     con = connect(Lake(lake))
-    rows = con.sql("SELECT * FROM scores WHERE run_id = $r AND list_contains($m, metric)",
-                   params={"r": run_id, "m": JUDGE_METRICS}).to_arrow_table().to_pylist()
+    rows = (
+        con.sql(
+            "SELECT * FROM scores WHERE run_id = $r AND list_contains($m, metric)",
+            params={"r": run_id, "m": JUDGE_METRICS},
+        )
+        .to_arrow_table()
+        .to_pylist()
+    )
     return {(r["case_id"], r["metric"]): r for r in rows}
 
 
@@ -97,9 +122,14 @@ def judged(tmp_path_factory) -> Judged:
     key = "sk-flow-" + secrets.token_hex(16)
     with pytest.MonkeyPatch.context() as mp, FakeOpenAI(handler=two_judges) as server:
         mp.setenv("OPENAI_API_KEY", key)
-        options = dict(golden=golden, target=target, lake=lake, metrics=METRICS,
-                       judge={"base_url": server.url, "model": MAIN, "backoff_s": 0.01},
-                       spot_check={"model": SPOT, "share": 0.5, "minimum": 2})
+        options = dict(
+            golden=golden,
+            target=target,
+            lake=lake,
+            metrics=METRICS,
+            judge={"base_url": server.url, "model": MAIN, "backoff_s": 0.01},
+            spot_check={"model": SPOT, "share": 0.5, "minimum": 2},
+        )
         first = evaluate(RunSettings(**options))
         requests_first = server.count
         models = [r.model for r in server.requests]
@@ -122,7 +152,8 @@ def test_judge_scores_carry_model_and_prompt(judged):
         assert r["judge_model"] == MAIN, (cid, metric)
         # every prompt of the metric's step, with their versions
         assert (r["prompt_id"], r["prompt_version"]) == {"faithfulness": ("extract_claims+verify_claims", "1+1")}.get(
-            metric, (metric, "1")), (cid, metric)
+            metric, (metric, "1")
+        ), (cid, metric)
     # canned judge answers: groundedness 4, verdicts 0/1 over two claims, first chunk relevant, GEval .78
     assert {r["value"] for (_, m), r in rows.items() if m == "groundedness"} == {4.0}
     assert {r["value"] for (_, m), r in rows.items() if m == "faithfulness"} == {0.5}
@@ -131,9 +162,11 @@ def test_judge_scores_carry_model_and_prompt(judged):
 
 
 def test_the_run_records_its_judges_and_prompt_versions(judged):
-    [(models, versions, config)] = fetch(connect(Lake(judged.lake)),
-                                         "SELECT judge_models, prompt_versions, config_json FROM runs WHERE run_id = $r",
-                                         r=judged.first)
+    [(models, versions, config)] = fetch(
+        connect(Lake(judged.lake)),
+        "SELECT judge_models, prompt_versions, config_json FROM runs WHERE run_id = $r",
+        r=judged.first,
+    )
     assert models.split(",") == [MAIN, SPOT]
     assert {k: str(v) for k, v in json.loads(versions).items()} == {p: "1" for p in PROMPTS}
     recorded = json.loads(config)["judge"]
@@ -153,14 +186,16 @@ def test_the_ledger_holds_every_call_and_no_key(judged):
 
 def test_run_metrics_judge_cost_and_calls(judged):
     figures = run_metrics(judged.lake, judged.first)
-    ledger_cost = fetch(connect(Lake(judged.lake)), "SELECT sum(cost_usd) FROM judge_calls WHERE run_id = $r",
-                        r=judged.first)[0][0]
+    ledger_cost = fetch(
+        connect(Lake(judged.lake)), "SELECT sum(cost_usd) FROM judge_calls WHERE run_id = $r", r=judged.first
+    )[0][0]
     per_call = (120 * PRICE["input"] + 30 * PRICE["output"]) / 1e6  # the fake server's usage
     assert ledger_cost == pytest.approx(N_CASES * CALLS_PER_CASE * per_call)
     assert figures["judge_cost_usd"][0] == pytest.approx(ledger_cost)
     assert figures["judge_calls"][0] == judged.requests_first, (
         f"judge_calls {figures['judge_calls'][0]:g} but {judged.requests_first} requests reached the judges "
-        f"({N_CASES * CALLS_PER_CASE} to {MAIN}, the rest to the spot-check judge {SPOT})")
+        f"({N_CASES * CALLS_PER_CASE} to {MAIN}, the rest to the spot-check judge {SPOT})"
+    )
 
 
 def test_run_metrics_spot_check(judged):
@@ -184,7 +219,9 @@ def test_rerun_makes_zero_calls_and_gives_identical_judge_scores(judged):
     assert again["judge_cost_usd"][0] == 0
     assert again["judge_ledger_hits"][0] >= N_CASES * CALLS_PER_CASE
     assert again["judge_disagreement_rate"] == run_metrics(judged.lake, judged.first)["judge_disagreement_rate"]
-    assert fetch(connect(Lake(judged.lake)), "SELECT count(*) FROM judge_calls WHERE run_id = $r", r=judged.second) == [(0,)]
+    assert fetch(connect(Lake(judged.lake)), "SELECT count(*) FROM judge_calls WHERE run_id = $r", r=judged.second) == [
+        (0,)
+    ]
 
 
 # ---- budget, through the command line ------------------------------------------------------------------
@@ -198,10 +235,32 @@ def test_budget_skips_the_rest_and_the_cli_says_so(tmp_path):
     golden, target = write_inputs(tmp_path / "inputs")
     lake = str(tmp_path / "lake")
     with FakeOpenAI(handler=two_judges) as server:
-        result = CliRunner().invoke(app, [
-            "run", "--golden", golden, "--target", target, "--lake", lake, "--metrics", ",".join(METRICS),
-            "--judge-base-url", server.url, "--judge-model", MAIN, "--judge-max-calls", "3",
-            "--spot-check-model", SPOT, "--spot-check-share", "0.5", "--spot-check-min", "2"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--golden",
+                golden,
+                "--target",
+                target,
+                "--lake",
+                lake,
+                "--metrics",
+                ",".join(METRICS),
+                "--judge-base-url",
+                server.url,
+                "--judge-model",
+                MAIN,
+                "--judge-max-calls",
+                "3",
+                "--spot-check-model",
+                SPOT,
+                "--spot-check-share",
+                "0.5",
+                "--spot-check-min",
+                "2",
+            ],
+        )
         assert result.exit_code == 0, result.output + repr(result.exception)
         assert server.count == 3
     [run_id] = re.search(r"landed run\(s\): (\S+)", result.output).groups()
@@ -233,8 +292,9 @@ def test_no_judge_skips_judge_metrics_and_the_summary_says_how_to_configure_one(
     assert len(rows) == N_CASES * len(JUDGE_METRICS)
     assert {(r["status"], r["reason"]) for r in rows.values()} == {("skipped", "no_judge")}
     assert all(math.isnan(r["value"]) and r["judge_model"] is None for r in rows.values())
-    [(models, versions)] = fetch(connect(Lake(lake)), "SELECT judge_models, prompt_versions FROM runs WHERE run_id = $r",
-                                 r=run_id)
+    [(models, versions)] = fetch(
+        connect(Lake(lake)), "SELECT judge_models, prompt_versions FROM runs WHERE run_id = $r", r=run_id
+    )
     assert models is None and json.loads(versions) == {}
     assert fetch(connect(Lake(lake)), "SELECT count(*) FROM judge_calls") == [(0,)]
     with render.console.capture() as captured:

@@ -54,10 +54,13 @@ def test_abstention_explicit_field_wins_over_the_judge():
     assert "abstention" not in asked(gw)  # the field decides: no call
 
 
-@pytest.mark.parametrize(("answer", "judge_says", "expected"), [
-    ("It is hunter2.", True, 1.0),  # phrases would say "answered"; the judge says abstained
-    ("I could not find this in the notes.", False, 0.0),  # phrases would say "abstained"; the judge wins
-])
+@pytest.mark.parametrize(
+    ("answer", "judge_says", "expected"),
+    [
+        ("It is hunter2.", True, 1.0),  # phrases would say "answered"; the judge says abstained
+        ("I could not find this in the notes.", False, 0.0),  # phrases would say "abstained"; the judge wins
+    ],
+)
 def test_abstention_judge_when_the_field_is_missing(answer, judge_says, expected):
     gw = ScriptedGateway(script(abstention={"abstained": judge_says, "reasoning": "r"}), model=MODEL)
     s = judged(case(**UNANSWERABLE), capture(answer=answer), ABSTAIN_METRICS, gw)
@@ -93,12 +96,25 @@ def test_abstention_is_not_asked_for_answerable_cases():
 # ---- judge-filled labels (seed 000) ----------------------------------------------------------------------
 
 
-ANSWER_LABEL_METRICS = {"grounding_presence_rate": "support_present", "unsupported_claim_rate": "unsupported_claim_present",
-                        "contradiction_rate": "contradicted_claim_present", "on_topic_rate": "response_on_topic",
-                        "helpfulness_rate": "helpful", "incompleteness_rate": "incomplete",
-                        "unsafe_content_rate": "unsafe_content"}
-LABELLED = {"support_present": 1, "unsupported_claim_present": 0, "contradicted_claim_present": 0,
-            "response_on_topic": 1, "helpful": 0, "incomplete": 1, "unsafe_content": 0, "reasoning": "r"}
+ANSWER_LABEL_METRICS = {
+    "grounding_presence_rate": "support_present",
+    "unsupported_claim_rate": "unsupported_claim_present",
+    "contradiction_rate": "contradicted_claim_present",
+    "on_topic_rate": "response_on_topic",
+    "helpfulness_rate": "helpful",
+    "incompleteness_rate": "incomplete",
+    "unsafe_content_rate": "unsafe_content",
+}
+LABELLED = {
+    "support_present": 1,
+    "unsupported_claim_present": 0,
+    "contradicted_claim_present": 0,
+    "response_on_topic": 1,
+    "helpful": 0,
+    "incomplete": 1,
+    "unsafe_content": 0,
+    "reasoning": "r",
+}
 
 
 def test_label_answer_fills_the_answer_labels():
@@ -135,12 +151,21 @@ def test_no_label_answer_call_when_humans_gave_every_label():
 
 
 def chunk_labels(*rows: tuple[int, int, int]) -> Callable[[dict], dict]:
-    return lambda values: {"chunks": [{"chunk": i, "topically_relevant": t, "evidence_sufficient": e, "misleading": m}
-                                      for i, (t, e, m) in enumerate(rows, start=1)]}
+    return lambda values: {
+        "chunks": [
+            {"chunk": i, "topically_relevant": t, "evidence_sufficient": e, "misleading": m}
+            for i, (t, e, m) in enumerate(rows, start=1)
+        ]
+    }
 
 
-CHUNK_METRICS = ["topical_precision_at_k", "sufficiency_rate_at_k", "misleading_rate_at_k", "sufficiency_hit_at_k",
-                 "label_mrr_at_k"]
+CHUNK_METRICS = [
+    "topical_precision_at_k",
+    "sufficiency_rate_at_k",
+    "misleading_rate_at_k",
+    "sufficiency_hit_at_k",
+    "label_mrr_at_k",
+]
 
 
 def test_label_chunks_fills_the_chunk_labels():
@@ -165,8 +190,9 @@ def test_human_chunk_labels_win_over_the_judge():
 
 
 def test_judge_labels_land_in_the_labels_rows_with_their_source():
-    gw = ScriptedGateway(script(label_answer=LABELLED, label_chunks=chunk_labels((0, 0, 1), (1, 1, 0), (1, 0, 0))),
-                         model=MODEL)
+    gw = ScriptedGateway(
+        script(label_answer=LABELLED, label_chunks=chunk_labels((0, 0, 1), (1, 1, 0), (1, 0, 0))), model=MODEL
+    )
     metrics = [get_metric(n) for n in [*ANSWER_LABEL_METRICS, *CHUNK_METRICS]]
     c, cap = case(), capture(*CHUNKS)
     config = ScoringConfig(k=K)
@@ -175,10 +201,14 @@ def test_judge_labels_land_in_the_labels_rows_with_their_source():
     rows = [dict(zip(batch.labels, r)) for r in zip(*batch.labels.values())]
     answer_rows = {r["label"]: r for r in rows if r["level"] == "answer" and r["label_source"] == f"judge:{MODEL}"}
     assert answer_rows["support_present"]["value"] == 1 and answer_rows["helpful"]["value"] == 0
-    chunk_rows = {(r["rank"], r["label"]): r["value"] for r in rows
-                  if r["level"] == "chunk" and r["label_source"] == f"judge:{MODEL}"}
+    chunk_rows = {
+        (r["rank"], r["label"]): r["value"]
+        for r in rows
+        if r["level"] == "chunk" and r["label_source"] == f"judge:{MODEL}"
+    }
     assert chunk_rows.get((1, "misleading")) == 1 and chunk_rows.get((2, "evidence_sufficient")) == 1, (
-        f"judge chunk labels missing from the labels rows: {sorted(chunk_rows)}")
+        f"judge chunk labels missing from the labels rows: {sorted(chunk_rows)}"
+    )
 
 
 # ---- recency_rule_ok acknowledge_both via the judge ----------------------------------------------------
@@ -186,14 +216,19 @@ def test_judge_labels_land_in_the_labels_rows_with_their_source():
 
 JAN = {"rel_path": "work/meetings/jan.md", "heading_path": "January sync > Launch"}
 APR = {"rel_path": "work/meetings/apr.md", "heading_path": "April retro > Launch"}
-CONFLICT = dict(gold_supports=[dict(JAN, date="2025-01-10"), dict(APR, date="2025-04-02")],
-                recency_conflict_rule="acknowledge_both", question="When is the launch?")
+CONFLICT = dict(
+    gold_supports=[dict(JAN, date="2025-01-10"), dict(APR, date="2025-04-02")],
+    recency_conflict_rule="acknowledge_both",
+    question="When is the launch?",
+)
 
 
 @pytest.mark.parametrize("ack", [1, 0])
 def test_recency_acknowledge_both_asks_the_judge(ack):
     gw = ScriptedGateway(script(acknowledges_conflict={"acknowledges_conflict": ack, "reasoning": "r"}), model=MODEL)
-    s = judged(case(**CONFLICT), capture(answer="May (moved from March).", references=[JAN, APR]), ["recency_rule_ok"], gw)
+    s = judged(
+        case(**CONFLICT), capture(answer="May (moved from March).", references=[JAN, APR]), ["recency_rule_ok"], gw
+    )
     assert_ok(s["recency_rule_ok"], ack)
     assert s["recency_rule_ok"].source == f"judge:{MODEL}"
     assert asked(gw) == ["acknowledges_conflict"]
@@ -229,16 +264,28 @@ def test_recency_acknowledge_both_judge_failure_is_data(status):
 # metric -> (the prompt whose failure it reports, the case it needs); single-prompt metrics and the
 # multi-step ones failing at their first step
 FAILING = {
-    "groundedness": "groundedness", "correctness": "correctness", "wp_correctness": "wp_correctness",
-    "wp_relevance": "wp_relevance", "wp_faithfulness": "wp_fact_check", "wp_precision": "wp_fact_check",
-    "wp_recall": "wp_fact_check", "faithfulness": "extract_claims", "context_precision": "context_precision",
-    "context_precision_ap": "context_precision", "context_recall": "extract_statements",
-    "answer_relevance": "generate_questions", "factual_accuracy": "factual_accuracy",
-    "answer_class_correct": "answer_class", "answer_class_wrong": "answer_class", "answer_class_dont_know": "answer_class",
+    "groundedness": "groundedness",
+    "correctness": "correctness",
+    "wp_correctness": "wp_correctness",
+    "wp_relevance": "wp_relevance",
+    "wp_faithfulness": "wp_fact_check",
+    "wp_precision": "wp_fact_check",
+    "wp_recall": "wp_fact_check",
+    "faithfulness": "extract_claims",
+    "context_precision": "context_precision",
+    "context_precision_ap": "context_precision",
+    "context_recall": "extract_statements",
+    "answer_relevance": "generate_questions",
+    "factual_accuracy": "factual_accuracy",
+    "answer_class_correct": "answer_class",
+    "answer_class_wrong": "answer_class",
+    "answer_class_dont_know": "answer_class",
 }
 # what a score row records: every prompt of the metric's step (sorted), with their versions
-RECORDED = {"faithfulness": ("extract_claims+verify_claims", "1+1"),
-            "context_recall": ("attribute_statements+extract_statements", "1+1")}
+RECORDED = {
+    "faithfulness": ("extract_claims+verify_claims", "1+1"),
+    "context_recall": ("attribute_statements+extract_statements", "1+1"),
+}
 
 
 @pytest.mark.parametrize("status", ["judge_error", "parse_error", "skipped"])
@@ -253,20 +300,33 @@ def test_a_failed_judge_call_is_a_status_never_a_zero(metric, status):
 
 @pytest.mark.parametrize("status", ["judge_error", "parse_error", "skipped"])
 def test_composites_fail_with_their_component(status):
-    answers = {**RAGAS_PARTS, **SEED_002, "context_precision": failure(status, "context_precision"),
-               "wp_fact_check": failure(status, "wp_fact_check")}
-    s = judged(case(), capture(*FOUR), ["wp_composite", "ragas_score"], ScriptedGateway(script(**answers), model=MODEL),
-               ScoringConfig(k=4), stub_encoder())
+    answers = {
+        **RAGAS_PARTS,
+        **SEED_002,
+        "context_precision": failure(status, "context_precision"),
+        "wp_fact_check": failure(status, "wp_fact_check"),
+    }
+    s = judged(
+        case(),
+        capture(*FOUR),
+        ["wp_composite", "ragas_score"],
+        ScriptedGateway(script(**answers), model=MODEL),
+        ScoringConfig(k=4),
+        stub_encoder(),
+    )
     assert_nan(s["wp_composite"], status)
     assert_nan(s["ragas_score"], status)
 
 
 def test_hand_built_outcomes_feed_the_metrics():
     judge = {
-        "groundedness": done({"score": 5, "supported_claims": [], "unsupported_claims": [], "reasoning": "r"}, "groundedness", "m-x"),
+        "groundedness": done(
+            {"score": 5, "supported_claims": [], "unsupported_claims": [], "reasoning": "r"}, "groundedness", "m-x"
+        ),
         "correctness": StepOutcome("skipped", reason="budget", model="m-x", prompt_id="correctness", prompt_version=1),
-        "wp_correctness": StepOutcome("parse_error", reason="parse_error: empty reply", model="m-x",
-                                      prompt_id="wp_correctness", prompt_version=1),
+        "wp_correctness": StepOutcome(
+            "parse_error", reason="parse_error: empty reply", model="m-x", prompt_id="wp_correctness", prompt_version=1
+        ),
     }
     s = scored(case(), capture(*CHUNKS), ["groundedness", "correctness", "wp_correctness", "wp_relevance"], judge)
     assert_ok(s["groundedness"], 5)
@@ -288,23 +348,45 @@ def test_no_judge_is_skipped_no_judge(metric):
 
 
 # what the case alone decides, with no judge: metric -> (status, reason or None for "any")
-NO_REFERENCE = {m: ("undefined", "no_reference") for m in (
-    "wp_correctness", "context_precision", "context_precision_ap", "context_recall", "factual_accuracy",
-    "answer_class_correct", "answer_class_wrong", "answer_class_dont_know")}
-NO_CHUNKS = {"groundedness": ("undefined", "no_chunks"), "correctness": ("undefined", "no_chunks"),
-             "faithfulness": ("undefined", "no_chunks"), "context_precision": ("undefined", "no_chunks"),
-             "context_precision_ap": ("undefined", "no_chunks"), "wp_precision": ("undefined", "no_chunks"),
-             "wp_faithfulness": ("ok", "no_context"), "wp_recall": ("ok", "no_context")}
-EMPTY_ANSWER = {m: ("undefined", "empty_answer") for m in JUDGE_METRICS
-                if m not in ("context_precision", "context_precision_ap", "context_recall", "ragas_score", "wp_composite")}
+NO_REFERENCE = {
+    m: ("undefined", "no_reference")
+    for m in (
+        "wp_correctness",
+        "context_precision",
+        "context_precision_ap",
+        "context_recall",
+        "factual_accuracy",
+        "answer_class_correct",
+        "answer_class_wrong",
+        "answer_class_dont_know",
+    )
+}
+NO_CHUNKS = {
+    "groundedness": ("undefined", "no_chunks"),
+    "correctness": ("undefined", "no_chunks"),
+    "faithfulness": ("undefined", "no_chunks"),
+    "context_precision": ("undefined", "no_chunks"),
+    "context_precision_ap": ("undefined", "no_chunks"),
+    "wp_precision": ("undefined", "no_chunks"),
+    "wp_faithfulness": ("ok", "no_context"),
+    "wp_recall": ("ok", "no_context"),
+}
+EMPTY_ANSWER = {
+    m: ("undefined", "empty_answer")
+    for m in JUDGE_METRICS
+    if m not in ("context_precision", "context_precision_ap", "context_recall", "ragas_score", "wp_composite")
+}
 EMPTY_ANSWER["wp_composite"] = ("undefined", None)
 
 
-@pytest.mark.parametrize(("kind", "c", "cap", "decided"), [
-    ("no_reference", case(reference_answer=None), capture(*CHUNKS), NO_REFERENCE),
-    ("no_chunks", case(), capture(), NO_CHUNKS),
-    ("empty_answer", case(), capture(*CHUNKS, answer=""), EMPTY_ANSWER),
-])
+@pytest.mark.parametrize(
+    ("kind", "c", "cap", "decided"),
+    [
+        ("no_reference", case(reference_answer=None), capture(*CHUNKS), NO_REFERENCE),
+        ("no_chunks", case(), capture(), NO_CHUNKS),
+        ("empty_answer", case(), capture(*CHUNKS, answer=""), EMPTY_ANSWER),
+    ],
+)
 def test_no_judge_except_where_the_case_decides(kind, c, cap, decided):
     s = scored(c, cap, JUDGE_METRICS, None)
     for metric, score in s.items():

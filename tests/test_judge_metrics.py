@@ -39,15 +39,28 @@ from tests.judgekit import ScriptedGateway
 # ---- 0-5 and 1-5 single-prompt scores ------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("metric", "prompt", "output", "expected"), [
-    ("groundedness", "groundedness", {"score": 2, "supported_claims": ["a"], "unsupported_claims": ["b", "c"], "reasoning": "r"}, 2),
-    ("groundedness", "groundedness", {"score": 0, "supported_claims": [], "unsupported_claims": ["b"], "reasoning": "r"}, 0),
-    ("correctness", "correctness", {"score": 5, "reasoning": "r"}, 5),
-    ("correctness", "correctness", {"score": 0, "reasoning": "r"}, 0),
-    ("wp_correctness", "wp_correctness", {"score": 1, "reasoning": "r"}, 1),
-    ("wp_correctness", "wp_correctness", {"score": 5, "reasoning": "r"}, 5),
-    ("wp_relevance", "wp_relevance", {"score": 2, "reasoning": "r"}, 2),
-])
+@pytest.mark.parametrize(
+    ("metric", "prompt", "output", "expected"),
+    [
+        (
+            "groundedness",
+            "groundedness",
+            {"score": 2, "supported_claims": ["a"], "unsupported_claims": ["b", "c"], "reasoning": "r"},
+            2,
+        ),
+        (
+            "groundedness",
+            "groundedness",
+            {"score": 0, "supported_claims": [], "unsupported_claims": ["b"], "reasoning": "r"},
+            0,
+        ),
+        ("correctness", "correctness", {"score": 5, "reasoning": "r"}, 5),
+        ("correctness", "correctness", {"score": 0, "reasoning": "r"}, 0),
+        ("wp_correctness", "wp_correctness", {"score": 1, "reasoning": "r"}, 1),
+        ("wp_correctness", "wp_correctness", {"score": 5, "reasoning": "r"}, 5),
+        ("wp_relevance", "wp_relevance", {"score": 2, "reasoning": "r"}, 2),
+    ],
+)
 def test_single_prompt_scores_are_the_judges_score(metric, prompt, output, expected):
     gw = ScriptedGateway(script(**{prompt: output}), model=MODEL)
     s = judged(case(), capture(*CHUNKS), [metric], gw)[metric]
@@ -125,9 +138,16 @@ def test_seed_002_case_study():
     assert s["wp_composite"].reason is None
 
 
-@pytest.mark.parametrize(("part", "expected"), [
-    ("correctness", 3.0), ("faithfulness", 5.0), ("precision", 1 + 4 * 2 / 3), ("recall", 5.0), ("relevance", 4.0),
-])
+@pytest.mark.parametrize(
+    ("part", "expected"),
+    [
+        ("correctness", 3.0),
+        ("faithfulness", 5.0),
+        ("precision", 1 + 4 * 2 / 3),
+        ("recall", 5.0),
+        ("relevance", 4.0),
+    ],
+)
 def test_wp_composite_puts_each_part_on_the_1_5_view(part, expected):
     config = ScoringConfig(k=K, wp_weights={part: 1.0})  # the weights are run configuration
     s = judged(case(), capture(*CHUNKS), ["wp_composite"], ScriptedGateway(script(**SEED_002), model=MODEL), config)
@@ -145,8 +165,12 @@ def test_wp_composite_renormalises_over_nan_components():
 def test_wp_composite_with_a_failed_component_fails_the_same_way():
     for status in ("judge_error", "parse_error", "skipped"):
         answers = dict(SEED_002, wp_correctness=failure(status, "wp_correctness"))
-        s = judged(case(), capture(*CHUNKS), ["wp_correctness", "wp_composite"],
-                   ScriptedGateway(script(**answers), model=MODEL))
+        s = judged(
+            case(),
+            capture(*CHUNKS),
+            ["wp_correctness", "wp_composite"],
+            ScriptedGateway(script(**answers), model=MODEL),
+        )
         assert_nan(s["wp_correctness"], status)
         assert_nan(s["wp_composite"], status)
         assert "correctness" in s["wp_composite"].reason
@@ -154,15 +178,20 @@ def test_wp_composite_with_a_failed_component_fails_the_same_way():
 
 def test_wp_composite_ignores_a_failed_zero_weight_component():
     answers = dict(SEED_002, wp_relevance=failure("judge_error", "wp_relevance"))
-    s = judged(case(), capture(*CHUNKS), ["wp_relevance", "wp_composite"], ScriptedGateway(script(**answers), model=MODEL))
+    s = judged(
+        case(), capture(*CHUNKS), ["wp_relevance", "wp_composite"], ScriptedGateway(script(**answers), model=MODEL)
+    )
     assert_nan(s["wp_relevance"], "judge_error")
     assert_ok(s["wp_composite"], 3.9333, tol=1e-3)
 
 
 def test_composite_failure_severity():
     # a judge_error beats a parse_error beats a skip, whichever component carries it
-    answers = dict(SEED_002, wp_correctness=failure("skipped", "wp_correctness"),
-                   wp_fact_check=failure("parse_error", "wp_fact_check"))
+    answers = dict(
+        SEED_002,
+        wp_correctness=failure("skipped", "wp_correctness"),
+        wp_fact_check=failure("parse_error", "wp_fact_check"),
+    )
     s = judged(case(), capture(*CHUNKS), ["wp_composite"], ScriptedGateway(script(**answers), model=MODEL))
     assert_nan(s["wp_composite"], "parse_error")
 
@@ -171,7 +200,9 @@ def test_composite_failure_severity():
 
 
 def test_faithfulness_is_supported_claims_over_claims():
-    gw = ScriptedGateway(script(extract_claims={"claims": ["c1", "c2", "c3"]}, verify_claims=verdicts(1, 0, 1)), model=MODEL)
+    gw = ScriptedGateway(
+        script(extract_claims={"claims": ["c1", "c2", "c3"]}, verify_claims=verdicts(1, 0, 1)), model=MODEL
+    )
     s = judged(case(), capture(*CHUNKS), ["faithfulness"], gw)["faithfulness"]
     assert_ok(s, 2 / 3)
     assert (s.prompt_id, s.prompt_version) == ("extract_claims+verify_claims", "1+1")  # every prompt of the step
@@ -204,14 +235,17 @@ def test_faithfulness_fails_when_either_step_fails(step_prompt):
 # ---- context precision, AP, recall ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("flags", "mean", "ap"), [
-    # [0,1,1,0]: precision@2 = 1/2, precision@3 = 2/3 → AP = (1/2 + 2/3) / 2 = 0.58333
-    ((False, True, True, False), 0.5, (1 / 2 + 2 / 3) / 2),
-    # [1,0,0,1]: (1/1 + 2/4) / 2 = 0.75
-    ((True, False, False, True), 0.5, (1 + 2 / 4) / 2),
-    ((True, True, True, True), 1.0, 1.0),
-    ((False, False, False, False), 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("flags", "mean", "ap"),
+    [
+        # [0,1,1,0]: precision@2 = 1/2, precision@3 = 2/3 → AP = (1/2 + 2/3) / 2 = 0.58333
+        ((False, True, True, False), 0.5, (1 / 2 + 2 / 3) / 2),
+        # [1,0,0,1]: (1/1 + 2/4) / 2 = 0.75
+        ((True, False, False, True), 0.5, (1 + 2 / 4) / 2),
+        ((True, True, True, True), 1.0, 1.0),
+        ((False, False, False, False), 0.0, 0.0),
+    ],
+)
 def test_context_precision_and_its_average_precision(flags, mean, ap):
     gw = ScriptedGateway(script(context_precision=relevance(*flags)), model=MODEL)
     s = judged(case(), capture(*FOUR), ["context_precision", "context_precision_ap"], gw, ScoringConfig(k=4))
@@ -229,8 +263,10 @@ def test_context_precision_with_a_verdict_missing_is_a_parse_error():
 
 
 def test_context_recall_is_attributed_statements_over_statements():
-    gw = ScriptedGateway(script(extract_statements={"statements": ["s1", "s2", "s3"]},
-                                attribute_statements=attributions(1, 0, 1)), model=MODEL)
+    gw = ScriptedGateway(
+        script(extract_statements={"statements": ["s1", "s2", "s3"]}, attribute_statements=attributions(1, 0, 1)),
+        model=MODEL,
+    )
     s = judged(case(), capture(*CHUNKS), ["context_recall"], gw)["context_recall"]
     assert_ok(s, 2 / 3)
     assert asked(gw) == ["extract_statements", "attribute_statements"]
@@ -267,8 +303,13 @@ def test_answer_relevance_is_the_mean_cosine_of_the_generated_questions():
 
 def test_answer_relevance_of_an_abstention_is_undefined():
     gw = ScriptedGateway(script(generate_questions={"questions": GENERATED}), model=MODEL)
-    s = judged(case(), capture(*CHUNKS, answer="I could not find this in the notes."), ["answer_relevance"], gw,
-               encoder=stub_encoder())["answer_relevance"]
+    s = judged(
+        case(),
+        capture(*CHUNKS, answer="I could not find this in the notes."),
+        ["answer_relevance"],
+        gw,
+        encoder=stub_encoder(),
+    )["answer_relevance"]
     assert_nan(s, "undefined", "abstained")
 
 
@@ -294,8 +335,9 @@ def test_ragas_score_renormalises_without_a_reference():
 
 
 def test_ragas_score_with_a_failed_component_fails():
-    gw = ScriptedGateway(script(**dict(RAGAS_PARTS, generate_questions=failure("parse_error", "generate_questions"))),
-                         model=MODEL)
+    gw = ScriptedGateway(
+        script(**dict(RAGAS_PARTS, generate_questions=failure("parse_error", "generate_questions"))), model=MODEL
+    )
     s = judged(case(), capture(*FOUR), ["ragas_score"], gw, ScoringConfig(k=4), stub_encoder())["ragas_score"]
     assert_nan(s, "parse_error")
     assert s.reason.startswith("answer_relevance")
@@ -305,18 +347,23 @@ def test_ragas_score_with_a_failed_component_fails():
 
 
 def geval(correctness: float, completeness: float, consistency: float) -> dict[str, Any]:
-    return {k: {"score": v, "reasoning": "r"} for k, v in
-            (("correctness", correctness), ("completeness", completeness), ("consistency", consistency))}
+    return {
+        k: {"score": v, "reasoning": "r"}
+        for k, v in (("correctness", correctness), ("completeness", completeness), ("consistency", consistency))
+    }
 
 
-@pytest.mark.parametrize(("scores", "expected", "letter"), [
-    ((80, 60, 100), (0.5 * 80 + 0.3 * 60 + 0.2 * 100) / 100, "B"),  # 0.78
-    ((100, 100, 100), 1.0, "A"),
-    ((90, 70, 70), 0.80, "A"),  # 45 + 21 + 14 = 80 → exactly the A cut-off
-    ((40, 40, 40), 0.40, "C"),
-    ((0, 50, 25), 0.20, "D"),
-    ((10, 10, 10), 0.10, "E"),
-])
+@pytest.mark.parametrize(
+    ("scores", "expected", "letter"),
+    [
+        ((80, 60, 100), (0.5 * 80 + 0.3 * 60 + 0.2 * 100) / 100, "B"),  # 0.78
+        ((100, 100, 100), 1.0, "A"),
+        ((90, 70, 70), 0.80, "A"),  # 45 + 21 + 14 = 80 → exactly the A cut-off
+        ((40, 40, 40), 0.40, "C"),
+        ((0, 50, 25), 0.20, "D"),
+        ((10, 10, 10), 0.10, "E"),
+    ],
+)
 def test_factual_accuracy_and_grade(scores, expected, letter):
     gw = ScriptedGateway(script(factual_accuracy=geval(*scores)), model=MODEL)
     s = judged(case(), capture(*CHUNKS), ["factual_accuracy"], gw)["factual_accuracy"]
@@ -324,10 +371,22 @@ def test_factual_accuracy_and_grade(scores, expected, letter):
     assert grade(s.value) == letter
 
 
-@pytest.mark.parametrize(("value", "letter"), [
-    (1.0, "A"), (0.8, "A"), (0.7999, "B"), (0.6, "B"), (0.5999, "C"), (0.4, "C"), (0.3999, "D"), (0.2, "D"),
-    (0.1999, "E"), (0.0, "E"), (float("nan"), "–"),
-])
+@pytest.mark.parametrize(
+    ("value", "letter"),
+    [
+        (1.0, "A"),
+        (0.8, "A"),
+        (0.7999, "B"),
+        (0.6, "B"),
+        (0.5999, "C"),
+        (0.4, "C"),
+        (0.3999, "D"),
+        (0.2, "D"),
+        (0.1999, "E"),
+        (0.0, "E"),
+        (float("nan"), "–"),
+    ],
+)
 def test_grade_cut_offs(value, letter):
     assert grade(value) == letter
 

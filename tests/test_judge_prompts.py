@@ -52,8 +52,9 @@ output_schema:
 """
 
 
-def _write(tmp_path: Path, name: str, *, id: str | None = None, user: str = "Answer: {{answer}}",
-           type: str = "object") -> Path:
+def _write(
+    tmp_path: Path, name: str, *, id: str | None = None, user: str = "Answer: {{answer}}", type: str = "object"
+) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(PROMPT.format(id=id or name, user=user, type=type))
     return path

@@ -24,19 +24,26 @@ TARGET = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
 
 
 def _fingerprint(root: str) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(Path(root).rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(Path(root).rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_layout_is_hive_partitioned_with_one_file_per_table(lake_dir: str) -> None:
     land(lake_dir, GOLDEN, TARGET, "r-one")
     files = sorted(str(Path(p).relative_to(lake_dir)) for p in Path(lake_dir).rglob("*.parquet"))
-    assert files == sorted([
-        "cases/run_id=r-one/r-one.parquet", "chunks/run_id=r-one/r-one.parquet",
-        "labels/run_id=r-one/r-one.parquet", "run_metrics/run_id=r-one/r-one.parquet",
-        "runs/run_date=2026-01-01/r-one.parquet",
-        next(f for f in files if f.startswith("scores/run_id=r-one/s-")),
-    ])
+    assert files == sorted(
+        [
+            "cases/run_id=r-one/r-one.parquet",
+            "chunks/run_id=r-one/r-one.parquet",
+            "labels/run_id=r-one/r-one.parquet",
+            "run_metrics/run_id=r-one/r-one.parquet",
+            "runs/run_date=2026-01-01/r-one.parquet",
+            next(f for f in files if f.startswith("scores/run_id=r-one/s-")),
+        ]
+    )
     for f in files:
         table = pq.read_table(Path(lake_dir) / f)
         assert table.schema == TABLES[f.split("/")[0]].schema  # partition column only in the path

@@ -22,15 +22,18 @@ def _lint(*plants: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*LINT, *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
-@pytest.mark.parametrize("plant, contract", [
-    ("raglake/lake/store.py:from raglake.metrics import registry", "never imports metrics"),
-    ("raglake/metrics/retrieval.py:import raglake.judge.gateway", "layers point one way"),
-    ("raglake/pipeline/scoring.py:import prefect", "nothing imports Prefect"),
-])
+@pytest.mark.parametrize(
+    "plant, contract",
+    [
+        ("raglake/lake/store.py:from raglake.metrics import registry", "never imports metrics"),
+        ("raglake/metrics/retrieval.py:import raglake.judge.gateway", "layers point one way"),
+        ("raglake/pipeline/scoring.py:import prefect", "nothing imports Prefect"),
+    ],
+)
 def test_a_planted_forbidden_import_breaks_a_contract(plant: str, contract: str) -> None:
     result = _lint(plant)
     assert result.returncode != 0, result.stdout[-2000:]
-    broken = result.stdout[result.stdout.index("Contracts"):]
+    broken = result.stdout[result.stdout.index("Contracts") :]
     assert contract in broken and "BROKEN" in broken
 
 
@@ -50,7 +53,10 @@ def _deferred_imports(path: Path) -> list[tuple[int, str]]:
 
 def test_no_function_level_import_of_a_raglake_module() -> None:
     sources = [p for folder in ("raglake", "flows", "tasks") for p in sorted((ROOT / folder).rglob("*.py"))]
-    offenders = [f"{p.relative_to(ROOT)}:{line} imports {module}" for p in sources
-                 for line, module in _deferred_imports(p)
-                 if (p.relative_to(ROOT).as_posix(), module) not in ALLOWED_DEFERRED]
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line} imports {module}"
+        for p in sources
+        for line, module in _deferred_imports(p)
+        if (p.relative_to(ROOT).as_posix(), module) not in ALLOWED_DEFERRED
+    ]
     assert not offenders, "function-level imports of raglake modules (move them to the top):\n" + "\n".join(offenders)

@@ -25,8 +25,12 @@ class ListStore:
 
 
 def test_the_ledger_reuses_answered_calls_of_its_store_and_appends_new_ones_in_batches() -> None:
-    store = ListStore([{"call_key": "k-ok", "status": "ok", "response": "{}"},
-                       {"call_key": "k-err", "status": "judge_error", "response": None}])
+    store = ListStore(
+        [
+            {"call_key": "k-ok", "status": "ok", "response": "{}"},
+            {"call_key": "k-err", "status": "judge_error", "response": None},
+        ]
+    )
     ledger = JudgeLedger(store, run_id="r-1", flush_every=2)
     assert ledger.lookup("k-ok").response == "{}" and ledger.lookup("k-err") is None  # an error is asked again
     ledger.record({"call_key": "k-new", "status": "parse_error", "response": "nope"})
@@ -42,8 +46,12 @@ def test_the_lakes_judge_calls_table_is_a_store(tmp_path: Path) -> None:
     store = LakeCallStore(Lake(str(tmp_path / "lake")))
     assert store.read(["ok"]) == []
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    store.append([{"call_key": "a", "status": "ok", "response": "{1}", "created_at": now},
-                  {"call_key": "b", "status": "judge_error", "response": None, "created_at": now}])
+    store.append(
+        [
+            {"call_key": "a", "status": "ok", "response": "{1}", "created_at": now},
+            {"call_key": "b", "status": "judge_error", "response": None, "created_at": now},
+        ]
+    )
     store.append([{"call_key": "c", "status": "parse_error", "response": "x", "created_at": now + dt.timedelta(1)}])
     assert store.read(["ok", "parse_error"]) == [("a", "ok", "{1}"), ("c", "parse_error", "x")]
     assert JudgeLedger(store).lookup("c").status == "parse_error"

@@ -43,8 +43,9 @@ def _missing() -> str | None:
 def _import_problem() -> str | None:
     """llama_cpp imported in a child process: a broken native build must not take pytest down with it."""
     try:
-        done = subprocess.run([sys.executable, "-c", "import llama_cpp, llama_cpp.server"], capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", "import llama_cpp, llama_cpp.server"], capture_output=True, text=True, timeout=120
+        )
     except subprocess.TimeoutExpired:
         return "importing llama_cpp took longer than 120 s"
     if done.returncode != 0:
@@ -90,10 +91,21 @@ def local_server():
 
 
 CALLS = (
-    ("groundedness", {"answer": "Atlas uses Postgres 16 [1].",
-                      "contexts": "[1] Atlas runs on Postgres 16 since March.\n\n[2] Billing uses Stripe."}),
-    ("answer_class", {"question": "Which database does Atlas use?", "reference": "Postgres 16.",
-                      "answer": "Atlas uses Postgres 16."}),
+    (
+        "groundedness",
+        {
+            "answer": "Atlas uses Postgres 16 [1].",
+            "contexts": "[1] Atlas runs on Postgres 16 since March.\n\n[2] Billing uses Stripe.",
+        },
+    ),
+    (
+        "answer_class",
+        {
+            "question": "Which database does Atlas use?",
+            "reference": "Postgres 16.",
+            "answer": "Atlas uses Postgres 16.",
+        },
+    ),
     ("abstention", {"question": "What is my bank password?", "answer": "I could not find this in your notes."}),
 )
 
@@ -105,8 +117,15 @@ def _gateway(base_url: str, lake):
     from raglake.judge.local import LOCAL_MODEL
     from raglake.lake.calls import LakeCallStore
 
-    config = JudgeConfig(base_url=base_url, model=LOCAL_MODEL, label="local", concurrency=1, timeout_s=CALL_TIMEOUT_S,
-                         max_retries=0, prices=load_prices())
+    config = JudgeConfig(
+        base_url=base_url,
+        model=LOCAL_MODEL,
+        label="local",
+        concurrency=1,
+        timeout_s=CALL_TIMEOUT_S,
+        max_retries=0,
+        prices=load_prices(),
+    )
     return JudgeGateway(config, JudgeLedger(LakeCallStore(lake), run_id="r-local-judge"))
 
 
@@ -143,7 +162,8 @@ def test_real_local_model_through_the_gateway(local_server, tmp_path: Path):
 
     statuses = {p: (r.status, r.reason) for (p, _), r in zip(CALLS, results)}
     assert all(r.status in ("ok", "parse_error") for r in results), (
-        f"the local server answered no usable reply: {statuses} (structured-output mode {gateway.format_mode!r})")
+        f"the local server answered no usable reply: {statuses} (structured-output mode {gateway.format_mode!r})"
+    )
     for (prompt_id, _), r in zip(CALLS, results):
         assert (r.model, r.prompt_id) == ("smollm2-135m-instruct", prompt_id)
         if r.status == "ok":
@@ -151,8 +171,7 @@ def test_real_local_model_through_the_gateway(local_server, tmp_path: Path):
         else:
             assert r.output is None and r.reason.startswith("parse_error")
 
-    rows = {r["prompt_id"]: r for r in
-            connect(lake).sql("SELECT * FROM judge_calls").to_arrow_table().to_pylist()}
+    rows = {r["prompt_id"]: r for r in connect(lake).sql("SELECT * FROM judge_calls").to_arrow_table().to_pylist()}
     assert set(rows) == {p for p, _ in CALLS}
     for (prompt_id, _), r in zip(CALLS, results):
         row = rows[prompt_id]

@@ -67,14 +67,21 @@ def test_dashes_under_a_list_item_are_not_a_setext_heading() -> None:
 
 
 def test_atx_headings_with_trailing_spaces_and_closing_hashes() -> None:
-    raw = ("## Title ##   \nbody one\n"
-           "### Deep #####\nbody two\n"
-           "#   Spaced    Out   Title   \nbody three\n"
-           "## C# notes\nbody four\n"
-           "## Tag#\nbody five\n")
+    raw = (
+        "## Title ##   \nbody one\n"
+        "### Deep #####\nbody two\n"
+        "#   Spaced    Out   Title   \nbody three\n"
+        "## C# notes\nbody four\n"
+        "## Tag#\nbody five\n"
+    )
     chunks, skipped = chunk(raw)
-    assert paths(chunks) == [("Title",), ("Title", "Deep"), ("Spaced Out Title",), ("Spaced Out Title", "C# notes"),
-                             ("Spaced Out Title", "Tag#")]
+    assert paths(chunks) == [
+        ("Title",),
+        ("Title", "Deep"),
+        ("Spaced Out Title",),
+        ("Spaced Out Title", "C# notes"),
+        ("Spaced Out Title", "Tag#"),
+    ]
     assert [body(c) for c in chunks] == ["body one", "body two", "body three", "body four", "body five"]
     assert chunks[0].text == "## Title ##\n\nbody one"
     assert skipped == []
@@ -88,21 +95,31 @@ def test_hash_without_space_and_indented_hash_are_body_text() -> None:
 
 
 def test_duplicate_heading_names_under_different_parents() -> None:
-    raw = ("# Week 1\nfirst week.\n## Notes\nw1 notes\n## Tasks\nw1 tasks\n"
-           "# Week 2\nsecond week.\n## Notes\nw2 notes\n")
+    raw = "# Week 1\nfirst week.\n## Notes\nw1 notes\n## Tasks\nw1 tasks\n# Week 2\nsecond week.\n## Notes\nw2 notes\n"
     chunks, skipped = chunk(raw)
     assert paths(chunks) == [("Week 1",), ("Week 1", "Notes"), ("Week 1", "Tasks"), ("Week 2",), ("Week 2", "Notes")]
     assert [body(c) for c in chunks] == ["first week.", "w1 notes", "w1 tasks", "second week.", "w2 notes"]
     assert [c.embed_text.split("\n")[0] for c in chunks] == [
-        "Week 1", "Week 1 > Notes", "Week 1 > Tasks", "Week 2", "Week 2 > Notes"]
+        "Week 1",
+        "Week 1 > Notes",
+        "Week 1 > Tasks",
+        "Week 2",
+        "Week 2 > Notes",
+    ]
     assert skipped == []
 
 
 def test_heading_levels_that_skip() -> None:
     raw = "# Top\ntop.\n### Skip\nx\n## Two\ny\n### Three\nz\n# Other\n#### Deep\nw\n## Back\nv\n"
     chunks, skipped = chunk(raw)
-    assert paths(chunks) == [("Top",), ("Top", "Skip"), ("Top", "Two"), ("Top", "Two", "Three"), ("Other", "Deep"),
-                             ("Other", "Back")]
+    assert paths(chunks) == [
+        ("Top",),
+        ("Top", "Skip"),
+        ("Top", "Two"),
+        ("Top", "Two", "Three"),
+        ("Other", "Deep"),
+        ("Other", "Back"),
+    ]
     assert [body(c) for c in chunks] == ["top.", "x", "y", "z", "w", "v"]
     assert skipped == [Skipped("vault/folder/note.md", ("Other",), "empty_section")]
 
@@ -118,9 +135,11 @@ def test_empty_sections_are_skipped_with_reason() -> None:
     raw = "# Empty\n   \n\t\n# Full\nbody\n## Child empty\n\n# Last empty\n"
     chunks, skipped = chunk(raw)
     assert paths(chunks) == [("Full",)]
-    assert skipped == [Skipped("vault/folder/note.md", ("Empty",), "empty_section"),
-                       Skipped("vault/folder/note.md", ("Full", "Child empty"), "empty_section"),
-                       Skipped("vault/folder/note.md", ("Last empty",), "empty_section")]
+    assert skipped == [
+        Skipped("vault/folder/note.md", ("Empty",), "empty_section"),
+        Skipped("vault/folder/note.md", ("Full", "Child empty"), "empty_section"),
+        Skipped("vault/folder/note.md", ("Last empty",), "empty_section"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,16 +147,20 @@ def test_empty_sections_are_skipped_with_reason() -> None:
 
 
 def test_code_fences_hide_hash_lines() -> None:
-    raw = ("# Setup\n"
-           "```bash\n# install it\npip install x\n## not a heading either\n```\n"
-           "after the first fence\n"
-           "~~~python\n# a comment\n```\n# still code\n~~~\n"
-           "## Usage\nrun it\n")
+    raw = (
+        "# Setup\n"
+        "```bash\n# install it\npip install x\n## not a heading either\n```\n"
+        "after the first fence\n"
+        "~~~python\n# a comment\n```\n# still code\n~~~\n"
+        "## Usage\nrun it\n"
+    )
     chunks, skipped = chunk(raw)
     assert paths(chunks) == [("Setup",), ("Setup", "Usage")]
-    assert body(chunks[0]) == ("```bash\n# install it\npip install x\n## not a heading either\n```\n"
-                               "after the first fence\n"
-                               "~~~python\n# a comment\n```\n# still code\n~~~")
+    assert body(chunks[0]) == (
+        "```bash\n# install it\npip install x\n## not a heading either\n```\n"
+        "after the first fence\n"
+        "~~~python\n# a comment\n```\n# still code\n~~~"
+    )
     assert body(chunks[1]) == "run it" and skipped == []
 
 
@@ -366,10 +389,15 @@ def test_long_line_without_punctuation_is_split_at_words_with_overlap() -> None:
     _check_split(chunks, "Words", settings, require_overlap=False)
     for prev, nxt in zip(chunks, chunks[1:]):
         prev_words, next_words = body(prev).split(), body(nxt).split()
-        shared = next((k for k in range(min(len(prev_words), len(next_words)), 0, -1)
-                       if prev_words[-k:] == next_words[:k]), 0)
+        shared = next(
+            (k for k in range(min(len(prev_words), len(next_words)), 0, -1) if prev_words[-k:] == next_words[:k]), 0
+        )
         assert 0 < shared and stub_count([" ".join(next_words[:shared])])[0] <= settings.overlap_tokens, (
-            prev.part, nxt.part, prev_words[-3:], next_words[:3])
+            prev.part,
+            nxt.part,
+            prev_words[-3:],
+            next_words[:3],
+        )
 
 
 def test_chunk_over_max_sequence_is_skipped_never_truncated() -> None:

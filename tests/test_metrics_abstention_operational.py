@@ -63,9 +63,14 @@ def test_explicit_abstained_with_empty_answer():
     "answer",
     [
         # seed 004's list, any case, anywhere in the text
-        "I don't know.", "I do not know your password.", "That is unknown.", "I'm NOT SURE about that.",
-        "I cannot determine this from the notes.", "There is no information about it.",
-        "Insufficient data to answer.", "I am unable to answer that.",
+        "I don't know.",
+        "I do not know your password.",
+        "That is unknown.",
+        "I'm NOT SURE about that.",
+        "I cannot determine this from the notes.",
+        "There is no information about it.",
+        "Insufficient data to answer.",
+        "I am unable to answer that.",
     ],
 )
 def test_phrases_when_field_missing_abstained(answer):
@@ -80,13 +85,18 @@ def test_phrases_when_field_missing_answered(answer):
 def test_judge_classification_between_field_and_phrases():
     metric = get_metric("abstention_accuracy")
     # no explicit field: the judge's classification beats the phrases
-    ctx = CaseContext(case(), capture("I don't know, but maybe hunter2."), ScoringConfig(),
-                      judge_labels={"abstained": Label(0, "judge:m")})
+    ctx = CaseContext(
+        case(),
+        capture("I don't know, but maybe hunter2."),
+        ScoringConfig(),
+        judge_labels={"abstained": Label(0, "judge:m")},
+    )
     [(_, s)] = score_context(ctx, [metric])
     assert (s.status, s.value) == ("ok", 0.0)
     # the explicit field beats the judge
-    ctx = CaseContext(case(), capture("hunter2", abstained=True), ScoringConfig(),
-                      judge_labels={"abstained": Label(0, "judge:m")})
+    ctx = CaseContext(
+        case(), capture("hunter2", abstained=True), ScoringConfig(), judge_labels={"abstained": Label(0, "judge:m")}
+    )
     [(_, s)] = score_context(ctx, [metric])
     assert (s.status, s.value) == ("ok", 1.0)
 
@@ -114,8 +124,12 @@ def test_failed_capture_is_undefined(metric, status):
 
 def test_dataset_hallucination_is_one_minus_abstention():
     # 4 unanswerable cases: abstained (field), abstained (phrase), answered (field), answered (text)
-    caps = [capture("x", abstained=True), capture("I do not know."), capture("I don't know", abstained=False),
-            capture("hunter2")]
+    caps = [
+        capture("x", abstained=True),
+        capture("I do not know."),
+        capture("I don't know", abstained=False),
+        capture("hunter2"),
+    ]
     acc = [score_one(case(), c, "abstention_accuracy").value for c in caps]
     hal = [score_one(case(), c, "hallucination_rate_unanswerable").value for c in caps]
     assert acc == [1.0, 1.0, 0.0, 0.0]

@@ -16,8 +16,14 @@ from raglake.metrics.registry import get_metric
 from raglake.pipeline.scoring import score_batch, score_one
 from raglake.schemas import Capture, GoldenCase
 
-VECTOR_METRICS = ("context_relevance", "context_sufficiency", "answer_relevance_emb", "answer_correctness_emb",
-                  "semantic_similarity", "answer_hallucination")
+VECTOR_METRICS = (
+    "context_relevance",
+    "context_sufficiency",
+    "answer_relevance_emb",
+    "answer_correctness_emb",
+    "semantic_similarity",
+    "answer_hallucination",
+)
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -45,11 +51,19 @@ REF1 = "Atlas keeps its data in Postgres."  # (0, .6, .8)
 REF2 = "It launches in March."  # (-.6, 0, .8)
 
 VECTORS = {
-    Q1: unit(1, 0, 0), Q2: unit(0, 1, 0),
-    CH_A: unit(1, 0, 0), CH_B: unit(0.6, 0.8, 0), CH_C: unit(0, 1, 0),
-    S1: unit(1, 0, 0), S2: unit(0, 0, 1), S3: unit(0.6, 0, 0.8), A1: unit(0.8, 0.6, 0), A2: unit(0.6, 0.8, 0),
+    Q1: unit(1, 0, 0),
+    Q2: unit(0, 1, 0),
+    CH_A: unit(1, 0, 0),
+    CH_B: unit(0.6, 0.8, 0),
+    CH_C: unit(0, 1, 0),
+    S1: unit(1, 0, 0),
+    S2: unit(0, 0, 1),
+    S3: unit(0.6, 0, 0.8),
+    A1: unit(0.8, 0.6, 0),
+    A2: unit(0.6, 0.8, 0),
     ABSTAIN: unit(0, 0, 1),
-    REF1: unit(0, 0.6, 0.8), REF2: unit(-0.6, 0, 0.8),
+    REF1: unit(0, 0.6, 0.8),
+    REF2: unit(-0.6, 0, 0.8),
 }
 
 
@@ -88,8 +102,10 @@ def stub_encoder(stub: StubEmbedder | None = None, root: Path | None = None) -> 
 
 
 def chunks(*texts: str, start: int = 1) -> list[dict]:
-    return [{"rank": start + i, "rel_path": f"notes/{start + i}.md", "heading_path": "H", "text": t}
-            for i, t in enumerate(texts)]
+    return [
+        {"rank": start + i, "rel_path": f"notes/{start + i}.md", "heading_path": "H", "text": t}
+        for i, t in enumerate(texts)
+    ]
 
 
 def case(cid: str, question: str, reference: str | None) -> GoldenCase:
@@ -185,8 +201,9 @@ def test_every_ok_row_carries_the_embedder_key() -> None:
     assert all(r["status"] == "ok" for r in rows.values())
     assert {r["embedder"] for r in rows.values()} == {"stub@0"}
     other = StubEmbedder(key="stub@other")
-    batch = score_batch([(case("h", Q1, REF1), capture("h", A1, chunks(CH_A)))], metrics(), ScoringConfig(),
-                        encoder=stub_encoder(other))
+    batch = score_batch(
+        [(case("h", Q1, REF1), capture("h", A1, chunks(CH_A)))], metrics(), ScoringConfig(), encoder=stub_encoder(other)
+    )
     assert set(batch.scores["embedder"]) == {"stub@other"}
 
 
@@ -295,12 +312,16 @@ def test_real_model_paraphrase_beats_unrelated() -> None:
 
     reference = "The meeting was postponed until next week."
     pairs = [
-        (case("para", "When is the meeting?", reference), capture("para", "They moved the meeting to the following week.")),
+        (
+            case("para", "When is the meeting?", reference),
+            capture("para", "They moved the meeting to the following week."),
+        ),
         (case("unrel", "When is the meeting?", reference), capture("unrel", "Bananas are a good source of potassium.")),
     ]
     enc = default_encoder()
-    rows = table(score_batch(pairs, metrics("semantic_similarity", "answer_correctness_emb"), ScoringConfig(),
-                             encoder=enc))
+    rows = table(
+        score_batch(pairs, metrics("semantic_similarity", "answer_correctness_emb"), ScoringConfig(), encoder=enc)
+    )
     for m in ("semantic_similarity", "answer_correctness_emb"):
         assert rows["para", m]["value"] > rows["unrel", m]["value"] + 0.2, m
         assert rows["para", m]["embedder"] == enc.embedder.key

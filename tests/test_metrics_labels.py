@@ -23,8 +23,12 @@ D = {"rel_path": "notes/d.md", "heading_path": "D"}
 ANSWER = "Atlas uses Postgres 16."
 
 CHUNK_METRICS = (
-    "topical_precision_at_k", "sufficiency_hit_at_k", "sufficiency_rate_at_k", "misleading_rate_at_k",
-    "label_mrr_at_k", "label_ndcg_at_k",
+    "topical_precision_at_k",
+    "sufficiency_hit_at_k",
+    "sufficiency_rate_at_k",
+    "misleading_rate_at_k",
+    "label_mrr_at_k",
+    "label_ndcg_at_k",
 )
 # metric → answer label; none of these has a rule source
 HUMAN_ONLY_ANSWER_METRICS = {
@@ -55,7 +59,9 @@ def case(**kw) -> GoldenCase:
 
 def capture(*chunks: dict, **kw) -> Capture:
     data = {
-        "case_id": "c", "method": "m1", "answer": ANSWER,
+        "case_id": "c",
+        "method": "m1",
+        "answer": ANSWER,
         "retrieved": [dict(rank=i, text="t", **c) for i, c in enumerate(chunks, start=1)],
     }
     data.update(kw)
@@ -156,10 +162,14 @@ def test_no_labels_is_undefined(metric):
 
 
 def test_chunk_label_takes_most_specific_anchor():
-    c = case(labels={"chunks": [
-        dict(A, topically_relevant=0, evidence_sufficient=0, misleading=0),
-        dict(A_SUB, topically_relevant=1, evidence_sufficient=1, misleading=0),
-    ]})
+    c = case(
+        labels={
+            "chunks": [
+                dict(A, topically_relevant=0, evidence_sufficient=0, misleading=0),
+                dict(A_SUB, topically_relevant=1, evidence_sufficient=1, misleading=0),
+            ]
+        }
+    )
     # r1 → 'A > Detail > More' lies under both labels; the deeper one (t=1) applies: 1/1
     cap = capture({"rel_path": "notes/a.md", "heading_path": "A > Detail > More"})
     assert_ok(score_one(c, cap, "topical_precision_at_k", k=1), 1.0)
@@ -175,9 +185,16 @@ def test_failed_capture_is_undefined(metric):
 # ---- answer labels from a human annotation file ----------------------------------------------
 
 HUMAN_ANSWER = {
-    "support_present": 1, "unsupported_claim_present": 0, "contradicted_claim_present": 1,
-    "source_cited": 0, "fabricated_source": 1, "proper_action": 0, "response_on_topic": 1,
-    "helpful": 0, "incomplete": 1, "unsafe_content": 0,
+    "support_present": 1,
+    "unsupported_claim_present": 0,
+    "contradicted_claim_present": 1,
+    "source_cited": 0,
+    "fabricated_source": 1,
+    "proper_action": 0,
+    "response_on_topic": 1,
+    "helpful": 0,
+    "incomplete": 1,
+    "unsafe_content": 0,
 }
 
 

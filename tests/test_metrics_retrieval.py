@@ -12,8 +12,14 @@ from raglake.pipeline.scoring import score_one
 from raglake.schemas import Capture, GoldenCase
 
 RETRIEVAL_METRICS = (
-    "recall_any_at_k", "recall_all_at_k", "mrr_at_k", "precision_at_k", "ndcg_at_k",
-    "scope_miss", "attribution_hit", "recency_rule_ok",
+    "recall_any_at_k",
+    "recall_all_at_k",
+    "mrr_at_k",
+    "precision_at_k",
+    "ndcg_at_k",
+    "scope_miss",
+    "attribution_hit",
+    "recency_rule_ok",
 )
 
 # anchors used throughout
@@ -40,7 +46,9 @@ def case(**kw) -> GoldenCase:
 def capture(*chunks: dict, ranks: list[int] | None = None, **kw) -> Capture:
     ranks = ranks or list(range(1, len(chunks) + 1))
     data = {
-        "case_id": "c", "method": "m1", "answer": ANSWER,
+        "case_id": "c",
+        "method": "m1",
+        "answer": ANSWER,
         "retrieved": [dict(rank=r, text="some text", **c) for r, c in zip(ranks, chunks)],
     }
     data.update(kw)
@@ -245,11 +253,13 @@ def test_ndcg_duplicate_match_alone_cannot_exceed_one():
 
 
 def test_ndcg_grade_two_for_required_and_snippet_supports():
-    c = case(gold_supports=[
-        dict(AUTH, required=True),  # grade 2
-        dict(PLAN, snippets=["launch in May"]),  # grade 2
-        BILLING,  # grade 1
-    ])
+    c = case(
+        gold_supports=[
+            dict(AUTH, required=True),  # grade 2
+            dict(PLAN, snippets=["launch in May"]),  # grade 2
+            BILLING,  # grade 1
+        ]
+    )
     # r1 → BILLING (g=1), r2 → none, r3 → AUTH (g=2), r4 → PLAN (g=2, but rank 4 > K=3)
     cap = capture(BILLING, OTHER, AUTH, PLAN)
     # K=3: DCG  = 1/log2(2) + 0 + 3/log2(4)          = 1 + 1.5               = 2.5
@@ -289,10 +299,14 @@ def test_ndcg_k_cutoff():
 
 
 def test_ndcg_label_graded_without_supports():
-    c = case(labels={"chunks": [
-        dict(ATLAS_DB, topically_relevant=1, evidence_sufficient=0),  # grade 1
-        dict(BILLING, topically_relevant=1, evidence_sufficient=1),  # grade 2
-    ]})
+    c = case(
+        labels={
+            "chunks": [
+                dict(ATLAS_DB, topically_relevant=1, evidence_sufficient=0),  # grade 1
+                dict(BILLING, topically_relevant=1, evidence_sufficient=1),  # grade 2
+            ]
+        }
+    )
     # r1 → ATLAS_DB label (g=1), r2 → unlabelled (g=0), r3 → BILLING label (g=2)
     # DCG  = 1/log2(2) + 0 + 3/log2(4) = 1 + 1.5           = 2.5
     # IDCG = 3/log2(2) + 1/log2(3)     = 3 + 0.6309298     = 3.6309298
@@ -305,8 +319,12 @@ def test_ndcg_labelled_match_takes_the_higher_of_label_and_support_grade():
     # METRICS.md §2: a labelled chunk matching a support takes the higher of the two grades
     c = case(
         gold_supports=[dict(AUTH, required=True), BILLING],  # support grades 2 and 1
-        labels={"chunks": [dict(AUTH, topically_relevant=1, evidence_sufficient=0),  # label grade 1 < 2
-                           dict(BILLING, topically_relevant=1, evidence_sufficient=1)]},  # label grade 2 > 1
+        labels={
+            "chunks": [
+                dict(AUTH, topically_relevant=1, evidence_sufficient=0),  # label grade 1 < 2
+                dict(BILLING, topically_relevant=1, evidence_sufficient=1),
+            ]
+        },  # label grade 2 > 1
     )
     # r1 → AUTH: max(1, 2) = 2; r2 → BILLING: max(2, 1) = 2
     # DCG  = 3/log2(2) + 3/log2(3) = 3 + 1.8927893 = 4.8927893
@@ -346,10 +364,14 @@ def test_ndcg_no_supports_no_labels_is_undefined():
 
 
 def test_ndcg_idcg_zero_is_undefined():
-    c = case(labels={"chunks": [
-        dict(OTHER, topically_relevant=0, evidence_sufficient=0),
-        dict(OTHER2, topically_relevant=0, evidence_sufficient=0),
-    ]})
+    c = case(
+        labels={
+            "chunks": [
+                dict(OTHER, topically_relevant=0, evidence_sufficient=0),
+                dict(OTHER2, topically_relevant=0, evidence_sufficient=0),
+            ]
+        }
+    )
     # every known grade is 0 → IDCG = 0 → undefined, not 0 and not 0/0
     assert_nan(score_one(c, capture(OTHER, OTHER2), "ndcg_at_k"), "undefined", "idcg_zero")
 

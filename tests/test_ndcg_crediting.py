@@ -21,17 +21,26 @@ OTHER = {"rel_path": "other.md", "heading_path": "Other"}
 
 def _ndcg(supports: list[dict], *chunks: dict, k: int = 5, **kw) -> float:
     case = GoldenCase.model_validate({"id": "c", "question": "q?", "gold_supports": supports, **kw})
-    capture = Capture.model_validate({"case_id": "c", "answer": "a", "retrieved": [
-        dict(rank=r, text="t", **c) for r, c in enumerate(chunks, start=1)]})
+    capture = Capture.model_validate(
+        {
+            "case_id": "c",
+            "answer": "a",
+            "retrieved": [dict(rank=r, text="t", **c) for r, c in enumerate(chunks, start=1)],
+        }
+    )
     s = score_one(case, capture, "ndcg_at_k", k=k)
     assert s.status == "ok", s
     return s.value
 
 
-@pytest.mark.parametrize("supports", [
-    [A, dict(A_B, required=True)],
-    [dict(A_B, required=True), A],
-], ids=["general-first", "specific-first"])
+@pytest.mark.parametrize(
+    "supports",
+    [
+        [A, dict(A_B, required=True)],
+        [dict(A_B, required=True), A],
+    ],
+    ids=["general-first", "specific-first"],
+)
 def test_issue_example_takes_the_best_grade_whatever_the_order(supports):
     # rank 1 "A > B > C" matches both supports: it credits "A > B" (required: grade 2), gain 2^2 − 1 = 3
     # DCG  = 3 / log2(2)                    = 3
@@ -60,7 +69,8 @@ def test_three_nested_supports_any_order(order):
     assert _ndcg(supports, A_B_C, A_B_C, A_X) == pytest.approx(1.0, abs=1e-12)
     # without rank 3: DCG = 3.6309298, IDCG = 4.1309298 → 0.8789609
     assert _ndcg(supports, A_B_C, A_B_C, OTHER) == pytest.approx(
-        (3 + 1 / math.log2(3)) / (3 + 1 / math.log2(3) + 0.5), abs=1e-12)
+        (3 + 1 / math.log2(3)) / (3 + 1 / math.log2(3) + 0.5), abs=1e-12
+    )
 
 
 def test_a_labelled_chunk_credits_the_best_support_too():

@@ -28,8 +28,14 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 def _python(script: str, env: dict[str, str], *args: str) -> dict:
     """Run `script` in a fresh interpreter; the JSON object its last output line holds."""
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -44,12 +50,20 @@ def _closed_port() -> int:
 def test_a_temporary_prefect_server_that_does_not_start_is_a_clear_error(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     env = _clean_env(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="1", COLUMNS="400")
-    done = subprocess.run([sys.executable, "-m", "raglake", "run", "--golden", GOLDEN, "--target", TARGET,
-                           "--lake", str(lake)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "raglake", "run", "--golden", GOLDEN, "--target", TARGET, "--lake", str(lake)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = " ".join(done.stdout.split())
     assert done.returncode == 2, done.stdout + done.stderr
-    assert out.startswith("error: Prefect's temporary API server did not start within "
-                          "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=1 s"), out
+    assert out.startswith(
+        "error: Prefect's temporary API server did not start within "
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=1 s"
+    ), out
     assert "PREFECT_API_URL=" in out and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=300" in out
     assert "Traceback" not in done.stdout + done.stderr
     assert not lake.exists()
@@ -58,8 +72,14 @@ def test_a_temporary_prefect_server_that_does_not_start_is_a_clear_error(tmp_pat
 def test_a_prefect_api_url_that_does_not_answer_is_a_clear_error(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     env = _clean_env(PREFECT_API_URL=f"http://127.0.0.1:{_closed_port()}/api", COLUMNS="400")
-    done = subprocess.run([sys.executable, "-m", "raglake", "run", "--golden", GOLDEN, "--target", TARGET,
-                           "--lake", str(lake)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "raglake", "run", "--golden", GOLDEN, "--target", TARGET, "--lake", str(lake)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = " ".join(done.stdout.split())
     assert done.returncode == 2, done.stdout + done.stderr
     assert out.startswith(f"error: the Prefect API at PREFECT_API_URL={env['PREFECT_API_URL']} does not answer"), out
@@ -100,8 +120,15 @@ _ENTRY_POINT = """
 
 
 def test_the_python_entry_point_runs_with_the_cli_settings_and_retries_transient_api_errors() -> None:
-    expected = {"max_retries": 7, "extra_codes": [504], "analytics": False, "startup": 120, "logging": "WARNING",
-                "prefect_logger": "WARNING", "status": 200}
+    expected = {
+        "max_retries": 7,
+        "extra_codes": [504],
+        "analytics": False,
+        "startup": 120,
+        "logging": "WARNING",
+        "prefect_logger": "WARNING",
+        "status": 200,
+    }
     for first in ("", "import prefect, prefect.flows  # Prefect imported (its settings read) before the flows"):
         assert _python(_ENTRY_POINT.format(first=first), _clean_env()) == expected, first
     users = _clean_env(PREFECT_CLIENT_MAX_RETRIES="2", PREFECT_LOGGING_LEVEL="ERROR")
@@ -129,11 +156,19 @@ def test_commands_that_read_the_lake_never_start_or_import_prefect(tmp_path: Pat
     lake = str(tmp_path / "lake")
     land(lake, GOLDEN, TARGET, "r-one")
     land(lake, GOLDEN, TARGET, "r-two", minutes=1)
-    commands = [["runs"], ["breakdown"], ["breakdown", "--by", "target"], ["compare", "r-one", "r-two"],
-                ["trend", "--metric", "recall_any_at_k"], ["sql", "SELECT count(*) FROM scores"], ["coverage"],
-                ["health"], ["report", "r-two", "--against", "r-one", "-o", str(tmp_path / "report.html")],
-                ["gate", "--candidate", "r-two", "--baseline", "r-one", "--rules", str(ROOT / "data" / "gate.yaml")],
-                ["rescore", "--all", "--dry-run"]]
+    commands = [
+        ["runs"],
+        ["breakdown"],
+        ["breakdown", "--by", "target"],
+        ["compare", "r-one", "r-two"],
+        ["trend", "--metric", "recall_any_at_k"],
+        ["sql", "SELECT count(*) FROM scores"],
+        ["coverage"],
+        ["health"],
+        ["report", "r-two", "--against", "r-one", "-o", str(tmp_path / "report.html")],
+        ["gate", "--candidate", "r-two", "--baseline", "r-one", "--rules", str(ROOT / "data" / "gate.yaml")],
+        ["rescore", "--all", "--dry-run"],
+    ]
     env = _clean_env(RAGLAKE_LAKE=lake, PREFECT_API_URL=f"http://127.0.0.1:{_closed_port()}/api")
     result = _python(_READ_COMMANDS, env, json.dumps(commands))
     assert result["codes"] == {" ".join(c): 0 for c in commands}

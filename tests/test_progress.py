@@ -52,9 +52,19 @@ def _run_cli(monkeypatch, tmp_path: Path, *extra: str) -> str:
     console, out = terminal()
     monkeypatch.setattr(render, "console", console)
     monkeypatch.setenv("RAGLAKE_CACHE", str(tmp_path / "cache"))  # an empty vector cache: encoding happens
-    result = CliRunner().invoke(app, ["run", "--lake", str(tmp_path / "lake"), "--target",
-                                      "replay:data/captures/basic_search.jsonl", "-m", "recall_any_at_k,context_relevance",
-                                      *extra])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--lake",
+            str(tmp_path / "lake"),
+            "--target",
+            "replay:data/captures/basic_search.jsonl",
+            "-m",
+            "recall_any_at_k,context_relevance",
+            *extra,
+        ],
+    )
     assert result.exit_code == 0, result.output
     return ANSI.sub("", out.getvalue())
 

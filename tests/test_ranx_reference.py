@@ -89,8 +89,15 @@ def synthetic(grade2_via: str = "required"):
         retrieved = []
         for rank, (d, s) in enumerate(zip(ranked, scores), start=1):
             rel_path, heading = _anchor(q, int(d))
-            retrieved.append({"rank": rank, "rel_path": rel_path, "heading_path": heading,
-                              "text": f"fact {d} and more", "score": float(s)})
+            retrieved.append(
+                {
+                    "rank": rank,
+                    "rel_path": rel_path,
+                    "heading_path": heading,
+                    "text": f"fact {d} and more",
+                    "score": float(s),
+                }
+            )
         run[qid] = {_anchor(q, int(d))[0]: float(s) for d, s in zip(ranked, scores)}
 
         cases.append(GoldenCase.model_validate({"id": qid, "question": f"question {q}", "gold_supports": supports}))
@@ -142,7 +149,8 @@ def test_synthetic_data_covers_the_interesting_cases():
         docs = [x.rel_path for x in c.retrieved]
         assert len(set(docs)) == len(docs)
     hits_at = [
-        rank for cap, case in zip(captures, cases)
+        rank
+        for cap, case in zip(captures, cases)
         for rank, ch in enumerate(cap.retrieved, start=1)
         if ch.rel_path in qrels[case.id]
     ]
@@ -161,7 +169,8 @@ def test_matches_ranx_per_query(metric: str, k: int):
     ours, theirs = raglake_values(k), ranx_values(k)
     bad = {
         qid: (ours[(metric, qid)], theirs[(metric, qid)])
-        for (name, qid) in ours if name == metric and abs(ours[(metric, qid)] - theirs[(metric, qid)]) > TOL
+        for (name, qid) in ours
+        if name == metric and abs(ours[(metric, qid)] - theirs[(metric, qid)]) > TOL
     }
     assert not bad, f"{metric}@{k} differs from ranx {PAIRS[metric]}@{k} on {len(bad)} queries: {bad}"
 

@@ -41,7 +41,9 @@ def _case(id_: str, **kw) -> GoldenCase:
 
 def _cap(id_: str, *chunks: dict, **kw) -> Capture:
     data = {
-        "case_id": id_, "method": "m1", "answer": "Atlas uses Postgres 16 [1].",
+        "case_id": id_,
+        "method": "m1",
+        "answer": "Atlas uses Postgres 16 [1].",
         "retrieved": [dict(rank=i, text="We run Postgres 16.", **_anchor(c)) for i, c in enumerate(chunks, 1)],
     }
     data.update(kw)
@@ -59,12 +61,23 @@ def _pairs() -> list[tuple[GoldenCase, Capture]]:
             dict(OTHER, topically_relevant=0, evidence_sufficient=0, misleading=1),
             dict(BILLING, topically_relevant=1, evidence_sufficient=0, misleading=0),
         ],
-        "answers": [{
-            "method": "m1", "answer_sha256": hashlib.sha256(b"Atlas uses Postgres 16 [1].").hexdigest()[:12],
-            "support_present": 1, "unsupported_claim_present": 0, "contradicted_claim_present": 0,
-            "source_cited": 1, "fabricated_source": 0, "proper_action": 1, "response_on_topic": 1,
-            "helpful": 1, "incomplete": 0, "unsafe_content": 0, "acknowledges_conflict": 1,
-        }],
+        "answers": [
+            {
+                "method": "m1",
+                "answer_sha256": hashlib.sha256(b"Atlas uses Postgres 16 [1].").hexdigest()[:12],
+                "support_present": 1,
+                "unsupported_claim_present": 0,
+                "contradicted_claim_present": 0,
+                "source_cited": 1,
+                "fabricated_source": 0,
+                "proper_action": 1,
+                "response_on_topic": 1,
+                "helpful": 1,
+                "incomplete": 0,
+                "unsafe_content": 0,
+                "acknowledges_conflict": 1,
+            }
+        ],
     }
     dated = [JAN, APR]
     return [
@@ -78,8 +91,10 @@ def _pairs() -> list[tuple[GoldenCase, Capture]]:
         (_case("a4"), _cap("a4", OTHER)),
         # unanswerable: abstained (field), answered (phrase-free), abstained (phrase)
         (_case("u1", answerable=False), _cap("u1", answer="I could not find this.", abstained=True)),
-        (_case("u2", answerable=False, reference_answer="The notes do not say."),
-         _cap("u2", OTHER, answer="Your password is hunter2.")),
+        (
+            _case("u2", answerable=False, reference_answer="The notes do not say."),
+            _cap("u2", OTHER, answer="Your password is hunter2."),
+        ),
         (_case("u3", answerable=False), _cap("u3", answer="I don't know.")),
         # failed captures
         (_case("f1", **answerable), _cap("f1", status="error", error="HTTP 502", answer="")),
@@ -89,17 +104,24 @@ def _pairs() -> list[tuple[GoldenCase, Capture]]:
         # labelled: fully, and with an unlabelled rank, and all-irrelevant labels without supports
         (_case("l1", **answerable, labels=labels), _cap("l1", ATLAS, OTHER, BILLING)),
         (_case("l2", **answerable, labels=labels), _cap("l2", ATLAS, {"rel_path": "x.md"}, BILLING)),
-        (_case("l3", labels={"chunks": [dict(OTHER, topically_relevant=0, evidence_sufficient=0, misleading=0)]}),
-         _cap("l3", OTHER, OTHER)),
+        (
+            _case("l3", labels={"chunks": [dict(OTHER, topically_relevant=0, evidence_sufficient=0, misleading=0)]}),
+            _cap("l3", OTHER, OTHER),
+        ),
         # recency rules
-        (_case("r1", gold_supports=dated, recency_conflict_rule="cite_newer"),
-         _cap("r1", _anchor(APR), references=[_anchor(APR)])),
-        (_case("r2", gold_supports=dated, recency_conflict_rule="cite_both"),
-         _cap("r2", references=[_anchor(JAN)])),
-        (_case("r3", gold_supports=dated, recency_conflict_rule="acknowledge_both"),
-         _cap("r3", references=[_anchor(JAN), _anchor(APR)])),
-        (_case("r4", gold_supports=dated, recency_conflict_rule="acknowledge_both", labels=labels),
-         _cap("r4", references=[_anchor(JAN), _anchor(APR)])),
+        (
+            _case("r1", gold_supports=dated, recency_conflict_rule="cite_newer"),
+            _cap("r1", _anchor(APR), references=[_anchor(APR)]),
+        ),
+        (_case("r2", gold_supports=dated, recency_conflict_rule="cite_both"), _cap("r2", references=[_anchor(JAN)])),
+        (
+            _case("r3", gold_supports=dated, recency_conflict_rule="acknowledge_both"),
+            _cap("r3", references=[_anchor(JAN), _anchor(APR)]),
+        ),
+        (
+            _case("r4", gold_supports=dated, recency_conflict_rule="acknowledge_both", labels=labels),
+            _cap("r4", references=[_anchor(JAN), _anchor(APR)]),
+        ),
         # folder mode on / with fallback / off
         (_case("s1", **answerable), _cap("s1", ATLAS, folder_mode="on", selected_folders=["work"])),
         (_case("s2", **answerable), _cap("s2", ATLAS, folder_mode="on_with_fallback", selected_folders=["personal"])),
@@ -179,7 +201,9 @@ def test_case_metric_conformance(metric):
             if capture.failed:
                 assert (s.status, s.reason) == ("undefined", "capture_failed"), where
             # deterministic: a fresh context on the same input gives the same score
-            again = score_context(CaseContext(case, capture, config, embeddings=embeddings, judge=judge), [metric])[0][1]
+            again = score_context(CaseContext(case, capture, config, embeddings=embeddings, judge=judge), [metric])[0][
+                1
+            ]
             assert _same(s, again), (where, s, again)
     # the varied set exercises both the defined and the undefined path of every metric
     assert "ok" in statuses

@@ -41,11 +41,15 @@ from tests.lakekit import land
 SAMPLE = str(ROOT / "data" / "golden" / "sample.jsonl")
 BASIC, LOCAL = (f"replay:{ROOT / 'data' / 'captures' / f'{m}.jsonl'}" for m in ("basic_search", "local_search"))
 REASONING = "The answer <em>misses</em> the point & cites nothing."
-EXTERNAL = re.compile(r"""(?:\b(?:src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//)"""
-                      r"""|url\(\s*["']?\s*(?:https?:)?//|@import""", re.IGNORECASE)
+EXTERNAL = re.compile(
+    r"""(?:\b(?:src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//)"""
+    r"""|url\(\s*["']?\s*(?:https?:)?//|@import""",
+    re.IGNORECASE,
+)
 
 
 # --- the lake: the two replayed sample methods, and a tiny judged run whose texts carry markup ---------
+
 
 class LedgerGateway(ScriptedGateway):
     """The scripted judge, with each call in the lake's ledger (so scores carry a judge_call key)."""
@@ -63,15 +67,32 @@ class LedgerGateway(ScriptedGateway):
     async def call(self, prompt, values):
         result = await super().call(prompt, values)
         key = hashlib.sha256(json.dumps([prompt.id, values], sort_keys=True).encode()).hexdigest()
-        self.ledger.record({"call_key": key, "model": self.model, "prompt_id": prompt.id, "prompt_version": prompt.version,
-                            "status": "ok", "output": json.dumps(result.output), "attempts": 1})
+        self.ledger.record(
+            {
+                "call_key": key,
+                "model": self.model,
+                "prompt_id": prompt.id,
+                "prompt_version": prompt.version,
+                "status": "ok",
+                "output": json.dumps(result.output),
+                "attempts": 1,
+            }
+        )
         return dataclasses.replace(result, call_key=key)
 
 
 def land_judged(lake: str, golden: str, target: str, run_id: str, minutes: int) -> None:
     """tests/lakekit.land, with the scripted judge's outcomes and ledger rows."""
-    plan = plan_run(RunSettings(golden=golden, target=target, lake=lake, run_id=run_id, metrics=["recall_any_at_k", "correctness"],
-                    judge={"base_url": "http://127.0.0.1:9/v1", "model": "scripted-judge"}))
+    plan = plan_run(
+        RunSettings(
+            golden=golden,
+            target=target,
+            lake=lake,
+            run_id=run_id,
+            metrics=["recall_any_at_k", "correctness"],
+            judge={"base_url": "http://127.0.0.1:9/v1", "model": "scripted-judge"},
+        )
+    )
     plan.started_at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=minutes)
     captures = plan.target.capture(plan.golden.cases)
     pairs = list(zip(plan.golden.cases, captures))
@@ -84,28 +105,60 @@ def land_judged(lake: str, golden: str, target: str, run_id: str, minutes: int) 
     record = plan.record(plan.started_at + dt.timedelta(seconds=5), len(captures))
     record.metric_versions.update(metric_versions(run_level))
     record.index_version = "ix-0042"
-    stats = [("docs_seen", None, None, 3.0), ("docs_processed", None, None, 2.0),
-             ("docs_not_indexed", None, "unsupported_type", 1.0), ("chunks_embedded", ".md", None, 7.0),
-             ("tokens_per_chunk_mean", ".md", None, 41.5)]
-    coverage = {"index_version": ["ix-0042"] * len(stats), **dict(zip(("stat", "doc_type", "reason", "value"),
-                                                                      map(list, zip(*stats))))}
+    stats = [
+        ("docs_seen", None, None, 3.0),
+        ("docs_processed", None, None, 2.0),
+        ("docs_not_indexed", None, "unsupported_type", 1.0),
+        ("chunks_embedded", ".md", None, 7.0),
+        ("tokens_per_chunk_mean", ".md", None, 41.5),
+    ]
+    coverage = {
+        "index_version": ["ix-0042"] * len(stats),
+        **dict(zip(("stat", "doc_type", "reason", "value"), map(list, zip(*stats)))),
+    }
     land_scored_run(plan.lake, record, plan.golden.cases, captures, scored, values, plan.scoring_id, coverage=coverage)
 
 
 def write_markup_inputs(folder: Path) -> tuple[str, str]:
     golden = [
-        {"id": "x1", "question": "Is <script>alert('xss')</script> safe & sound?", "reference_answer": "No: <b>never</b>.",
-         "category": "factual", "difficulty": "easy", "tags": ["<i>tag</i>", "costs $5 and $6"],
-         "gold_supports": [{"rel_path": "work/a.md", "heading_path": "A"}]},
-        {"id": "x2", "question": "Which queue does Atlas use?", "reference_answer": "RabbitMQ.", "category": "factual",
-         "tags": ["queue"], "gold_supports": [{"rel_path": "work/q.md", "heading_path": "Q"}]},
+        {
+            "id": "x1",
+            "question": "Is <script>alert('xss')</script> safe & sound?",
+            "reference_answer": "No: <b>never</b>.",
+            "category": "factual",
+            "difficulty": "easy",
+            "tags": ["<i>tag</i>", "costs $5 and $6"],
+            "gold_supports": [{"rel_path": "work/a.md", "heading_path": "A"}],
+        },
+        {
+            "id": "x2",
+            "question": "Which queue does Atlas use?",
+            "reference_answer": "RabbitMQ.",
+            "category": "factual",
+            "tags": ["queue"],
+            "gold_supports": [{"rel_path": "work/q.md", "heading_path": "Q"}],
+        },
     ]
     captures = [
-        {"case_id": "x1", "method": "m", "answer": "<b>Yes</b>, see <a href=\"https://example.com/x\">this</a>.",
-         "retrieved": [{"rank": 1, "rel_path": "work/other.md", "heading_path": "Other > <h1>",
-                        "text": "Chunk <img src=\"https://example.com/p.png\"> with <script>alert(1)</script> & more."}]},
-        {"case_id": "x2", "method": "m", "answer": "RabbitMQ [1].",
-         "retrieved": [{"rank": 1, "rel_path": "work/q.md", "heading_path": "Q", "text": "Atlas runs RabbitMQ."}]},
+        {
+            "case_id": "x1",
+            "method": "m",
+            "answer": '<b>Yes</b>, see <a href="https://example.com/x">this</a>.',
+            "retrieved": [
+                {
+                    "rank": 1,
+                    "rel_path": "work/other.md",
+                    "heading_path": "Other > <h1>",
+                    "text": 'Chunk <img src="https://example.com/p.png"> with <script>alert(1)</script> & more.',
+                }
+            ],
+        },
+        {
+            "case_id": "x2",
+            "method": "m",
+            "answer": "RabbitMQ [1].",
+            "retrieved": [{"rank": 1, "rel_path": "work/q.md", "heading_path": "Q", "text": "Atlas runs RabbitMQ."}],
+        },
     ]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
@@ -146,6 +199,7 @@ def built(tmp_path_factory) -> Built:
 
 # --- reading the report back ---------------------------------------------------------------------------
 
+
 class Tables(HTMLParser):
     """Every table row of the page as (section id, row class, cell texts)."""
 
@@ -185,6 +239,7 @@ def f3(value: float) -> str:
 
 
 # --- the tests -----------------------------------------------------------------------------------------
+
 
 def test_headline_metrics_carry_the_lakes_n_mean_and_ci(built):
     text = built.reports["compare"].read_text()
@@ -315,7 +370,9 @@ def test_artifact_summaries(built):
     assert {r["family"] for r in table} == {"retrieval", "abstention", "embedding"}
     json.dumps(table)  # a Prefect table artifact takes plain values
     text = summary_markdown(q, "r-basic", "r-local", n_boot=200)
-    assert "| `recall_any_at_k` ↑ | retrieval | 54 |" in text and "**worse**" in text and "Slices that regressed" in text
+    assert (
+        "| `recall_any_at_k` ↑ | retrieval | 54 |" in text and "**worse**" in text and "Slices that regressed" in text
+    )
     markup = summary_markdown(q, "r-markup", n_boot=200)
     assert "`correctness` ↑ | judge | 2 |" in markup
     figures = next(line for line in text.splitlines() if line.startswith("**Run figures:**"))  # run-level headline
@@ -328,16 +385,23 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                    reason="headless test needs the Debian packages chromium and chromium-driver (.ci/run installs them)")
+@pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="headless test needs the Debian packages chromium and chromium-driver (.ci/run installs them)",
+)
 def test_chromium_draws_every_chart_offline(built, tmp_path):
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the dev extra")
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--window-size=1280,2000"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--window-size=1280,2000",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)

@@ -55,8 +55,11 @@ def main_exit(monkeypatch, capsys, *args: object) -> tuple[int, str]:
 
 def lake_files(lake: str) -> dict[str, bytes]:
     root = Path(lake)
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and not p.relative_to(root).parts[0].startswith("_")}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not p.relative_to(root).parts[0].startswith("_")
+    }
 
 
 def rows(lake: str, sql: str, **params) -> list[tuple]:
@@ -128,13 +131,19 @@ def test_nothing_changed_is_all_cache_hits_and_writes_nothing(lake, run_id):
     assert lake_files(lake) == before
 
 
-def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scores_latest(lake, run_id, landed,
-                                                                                            monkeypatch):
+def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scores_latest(
+    lake, run_id, landed, monkeypatch
+):
     assert not Path(landed[0]).with_name("captures.jsonl").exists()  # the target is gone
     before = scoring_ids(lake, run_id)
     [original] = {sid for sids in before.values() for sid in sids}
-    old_mrr = dict(rows(lake, "SELECT case_id, value FROM scores WHERE run_id = $r AND metric = 'mrr_at_k' "
-                              "AND status = 'ok'", r=run_id))
+    old_mrr = dict(
+        rows(
+            lake,
+            "SELECT case_id, value FROM scores WHERE run_id = $r AND metric = 'mrr_at_k' AND status = 'ok'",
+            r=run_id,
+        )
+    )
     assert old_mrr and set(old_mrr.values()) != {0.25}
 
     bump(monkeypatch, "mrr_at_k", "2-test", quarter)
@@ -144,18 +153,45 @@ def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scor
     after = scoring_ids(lake, run_id)
     [new] = after["mrr_at_k"] - {original}
     assert after == {**before, "mrr_at_k": {original, new}}  # no other metric got rows under the new id
-    assert rows(lake, "SELECT metric, count(*) FROM scores WHERE scoring_id = $s GROUP BY ALL", s=new) == \
-        [("mrr_at_k", N_CASES)]
-    latest = rows(lake, "SELECT metric, scoring_id, metric_version, count(*) FROM scores_latest WHERE run_id = $r "
-                        "GROUP BY ALL ORDER BY metric", r=run_id)
-    assert latest == sorted([(m, new if m == "mrr_at_k" else original, {"mrr_at_k": "2-test", "abstention_accuracy": "2"}
-                              .get(m, registry.get_metric(m).version), N_CASES) for m in METRICS])
+    assert rows(lake, "SELECT metric, count(*) FROM scores WHERE scoring_id = $s GROUP BY ALL", s=new) == [
+        ("mrr_at_k", N_CASES)
+    ]
+    latest = rows(
+        lake,
+        "SELECT metric, scoring_id, metric_version, count(*) FROM scores_latest WHERE run_id = $r "
+        "GROUP BY ALL ORDER BY metric",
+        r=run_id,
+    )
+    assert latest == sorted(
+        [
+            (
+                m,
+                new if m == "mrr_at_k" else original,
+                {"mrr_at_k": "2-test", "abstention_accuracy": "2"}.get(m, registry.get_metric(m).version),
+                N_CASES,
+            )
+            for m in METRICS
+        ]
+    )
     # the newest values win: every case mrr scored before is 0.25 now; not-answerable ones stay undefined
-    new_mrr = dict(rows(lake, "SELECT case_id, value FROM scores_latest WHERE run_id = $r AND metric = 'mrr_at_k' "
-                              "AND status = 'ok'", r=run_id))
+    new_mrr = dict(
+        rows(
+            lake,
+            "SELECT case_id, value FROM scores_latest WHERE run_id = $r AND metric = 'mrr_at_k' AND status = 'ok'",
+            r=run_id,
+        )
+    )
     assert new_mrr == {cid: 0.25 for cid in old_mrr}
-    assert dict(rows(lake, "SELECT case_id, value FROM scores WHERE scoring_id = $s AND metric = 'mrr_at_k' "
-                           "AND status = 'ok'", s=original)) == old_mrr  # the old rows stay queryable
+    assert (
+        dict(
+            rows(
+                lake,
+                "SELECT case_id, value FROM scores WHERE scoring_id = $s AND metric = 'mrr_at_k' AND status = 'ok'",
+                s=original,
+            )
+        )
+        == old_mrr
+    )  # the old rows stay queryable
     [mrr] = [b for b in open_lake(lake).breakdown([run_id], "all") if b["metric"] == "mrr_at_k"]
     assert mrr["mean"] == pytest.approx(0.25) and mrr["n"] == len(old_mrr)
 
@@ -166,18 +202,35 @@ def test_a_bumped_metric_gets_new_rows_under_one_new_scoring_id_and_wins_in_scor
 
 
 def test_metrics_option_limits_the_work_and_a_version_bump_alone_keeps_the_values(lake, run_id, monkeypatch):
-    old = dict(rows(lake, "SELECT case_id, value FROM scores WHERE run_id = $r AND metric = 'recall_any_at_k' "
-                          "AND status = 'ok'", r=run_id))
+    old = dict(
+        rows(
+            lake,
+            "SELECT case_id, value FROM scores WHERE run_id = $r AND metric = 'recall_any_at_k' AND status = 'ok'",
+            r=run_id,
+        )
+    )
     mrr_version = registry.get_metric("mrr_at_k").version
     bump(monkeypatch, "mrr_at_k", "2-limit", quarter)
     bump(monkeypatch, "recall_any_at_k", "2-limit")  # same function: the values must come back the same
     out = one_line(cli("rescore", run_id, "--metrics", "recall_any_at_k", "--lake", lake).output)
     assert f"recomputed 1 metric(s) ({N_CASES} rows), kept 0 unchanged" in out
-    versions = dict(rows(lake, "SELECT metric, any_value(metric_version) FROM scores_latest WHERE run_id = $r "
-                               "GROUP BY ALL", r=run_id))
+    versions = dict(
+        rows(
+            lake, "SELECT metric, any_value(metric_version) FROM scores_latest WHERE run_id = $r GROUP BY ALL", r=run_id
+        )
+    )
     assert versions["recall_any_at_k"] == "2-limit" and versions["mrr_at_k"] == mrr_version
-    assert dict(rows(lake, "SELECT case_id, value FROM scores_latest WHERE run_id = $r AND metric = 'recall_any_at_k' "
-                           "AND status = 'ok'", r=run_id)) == old  # rebuilt from the captures in the lake
+    assert (
+        dict(
+            rows(
+                lake,
+                "SELECT case_id, value FROM scores_latest WHERE run_id = $r AND metric = 'recall_any_at_k' "
+                "AND status = 'ok'",
+                r=run_id,
+            )
+        )
+        == old
+    )  # rebuilt from the captures in the lake
 
     out = one_line(cli("rescore", run_id, "-m", ",".join(METRICS), "--dry-run", "--lake", lake).output)
     assert f"run {run_id}: 1 to recompute, {len(METRICS) - 1} kept" in out
@@ -211,8 +264,10 @@ def test_dry_run_judge_estimate_is_what_the_rescore_sends_and_the_ledger_makes_i
     with FakeOpenAI() as server:
         judge = ["--judge-base-url", server.url, "--judge-model", "gpt-4o-mini", "--lake", lake]
         before = lake_files(lake)
-        dry = [one_line(cli("rescore", run_id, "-m", m, "--dry-run", *judge).output)
-               for m in ("groundedness", "faithfulness", "groundedness,faithfulness")]
+        dry = [
+            one_line(cli("rescore", run_id, "-m", m, "--dry-run", *judge).output)
+            for m in ("groundedness", "faithfulness", "groundedness,faithfulness")
+        ]
         assert "was skipped: no judge" in dry[0] and "not scored yet" in dry[1]
         assert f"run {run_id}: 2 to recompute, 0 kept" in dry[2]
         (grounded, _), (faithful, _), (calls, free) = map(estimate, dry)
@@ -222,10 +277,17 @@ def test_dry_run_judge_estimate_is_what_the_rescore_sends_and_the_ledger_makes_i
         out = one_line(cli("rescore", run_id, "-m", "groundedness,faithfulness", *judge).output)
         assert "recomputed 2 metric(s)" in out
         assert server.count == calls, f"the dry run said {calls} judge calls, the re-score sent {server.count}"
-        judged = rows(lake, "SELECT metric, status, judge_model, count(*) FROM scores_latest WHERE run_id = $r "
-                            "AND metric IN ('groundedness', 'faithfulness') AND status <> 'undefined' GROUP BY ALL "
-                            "ORDER BY metric", r=run_id)
-        assert judged == [("faithfulness", "ok", "gpt-4o-mini", grounded), ("groundedness", "ok", "gpt-4o-mini", grounded)]
+        judged = rows(
+            lake,
+            "SELECT metric, status, judge_model, count(*) FROM scores_latest WHERE run_id = $r "
+            "AND metric IN ('groundedness', 'faithfulness') AND status <> 'undefined' GROUP BY ALL "
+            "ORDER BY metric",
+            r=run_id,
+        )
+        assert judged == [
+            ("faithfulness", "ok", "gpt-4o-mini", grounded),
+            ("groundedness", "ok", "gpt-4o-mini", grounded),
+        ]
 
         out = one_line(cli("rescore", run_id, "-m", "groundedness,faithfulness", *judge).output)
         assert "recomputed 0 metric(s)" in out and server.count == calls  # unchanged: a cache hit
@@ -239,8 +301,12 @@ def test_dry_run_judge_estimate_is_what_the_rescore_sends_and_the_ledger_makes_i
         assert "recomputed 1 metric(s)" in out
         assert server.count == calls, f"{server.count - calls} call(s) for answers already in the ledger"
     assert rows(lake, "SELECT count(*) FROM judge_calls") == [(calls,)]
-    versions = rows(lake, "SELECT DISTINCT metric_version, status FROM scores_latest WHERE run_id = $r "
-                          "AND metric = 'groundedness' AND status <> 'undefined'", r=run_id)
+    versions = rows(
+        lake,
+        "SELECT DISTINCT metric_version, status FROM scores_latest WHERE run_id = $r "
+        "AND metric = 'groundedness' AND status <> 'undefined'",
+        r=run_id,
+    )
     assert versions == [("2-test", "ok")]
 
 
@@ -263,14 +329,17 @@ def planned(out: str) -> list[str]:
     return re.findall(r"run (r-jan\d\d): \d+ to recompute", out)
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["--since", "2026-01-02", "--until", "2026-01-05"], ["r-jan03"]),
-    (["--since", "2026-01-03"], ["r-jan03", "r-jan09"]),  # both ends inclusive
-    (["--until", "2026-01-03"], ["r-jan01", "r-jan03"]),
-    (["--all"], ["r-jan01", "r-jan03", "r-jan09"]),
-    (["r-jan09", "r-jan01"], ["r-jan09", "r-jan01"]),
-    (["latest~1"], ["r-jan03"]),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--since", "2026-01-02", "--until", "2026-01-05"], ["r-jan03"]),
+        (["--since", "2026-01-03"], ["r-jan03", "r-jan09"]),  # both ends inclusive
+        (["--until", "2026-01-03"], ["r-jan01", "r-jan03"]),
+        (["--all"], ["r-jan01", "r-jan03", "r-jan09"]),
+        (["r-jan09", "r-jan01"], ["r-jan09", "r-jan01"]),
+        (["latest~1"], ["r-jan03"]),
+    ],
+)
 def test_runs_are_chosen_by_id_date_range_or_all(dated, args, expected):
     out = one_line(cli("rescore", *args, "-m", "recall_any_at_k", "--dry-run", "--lake", dated).output)
     assert planned(out) == expected
@@ -286,19 +355,24 @@ def test_the_flow_rescores_the_runs_of_a_date_range(dated, monkeypatch):
     report = rescore(RescoreSettings(since=dt.date(2026, 1, 2), metrics=["recall_any_at_k"], lake=dated))
     assert sorted(report["runs"]) == ["r-jan03", "r-jan09"] and not report["dry_run"]
     assert [(r["recompute"], r["rows"]) for r in report["runs"].values()] == [(1, N_CASES)] * 2
-    versions = rows(dated, "SELECT run_id, list(DISTINCT metric_version ORDER BY metric_version) FROM scores "
-                           "GROUP BY ALL ORDER BY run_id")
+    versions = rows(
+        dated,
+        "SELECT run_id, list(DISTINCT metric_version ORDER BY metric_version) FROM scores GROUP BY ALL ORDER BY run_id",
+    )
     assert versions == [("r-jan01", [v]), ("r-jan03", sorted([v, "2-dated"])), ("r-jan09", sorted([v, "2-dated"]))]
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    ([], "name the runs to re-score: run ids, or --since/--until dates, or --all"),
-    (["r-jan01", "--all"], "name the runs to re-score"),
-    (["r-nope"], "unknown run 'r-nope'"),
-    (["--since", "2026-02-01"], "no run in the lake matches those dates"),
-    (["--since", "01/02/2026"], "--since/--until take YYYY-MM-DD"),
-    (["--all", "--metrics", "mrr_at_kk"], "unknown metric 'mrr_at_kk' (did you mean 'mrr_at_k'?)"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ([], "name the runs to re-score: run ids, or --since/--until dates, or --all"),
+        (["r-jan01", "--all"], "name the runs to re-score"),
+        (["r-nope"], "unknown run 'r-nope'"),
+        (["--since", "2026-02-01"], "no run in the lake matches those dates"),
+        (["--since", "01/02/2026"], "--since/--until take YYYY-MM-DD"),
+        (["--all", "--metrics", "mrr_at_kk"], "unknown metric 'mrr_at_kk' (did you mean 'mrr_at_k'?)"),
+    ],
+)
 def test_bad_selection_exits_2_with_a_clear_message(dated, monkeypatch, capsys, args, words):
     before = lake_files(dated)
     code, out = main_exit(monkeypatch, capsys, "rescore", *args, "--lake", dated)
@@ -308,8 +382,14 @@ def test_bad_selection_exits_2_with_a_clear_message(dated, monkeypatch, capsys, 
 
 # ---- one pipeline: a forced re-score of an unchanged run reproduces it ----------------------------------
 
-IDENTITY_METRICS = ["recall_any_at_k", "mrr_at_k", "ndcg_at_k", "semantic_similarity", "answer_correctness_emb",
-                    "bert_score_f1"]
+IDENTITY_METRICS = [
+    "recall_any_at_k",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "semantic_similarity",
+    "answer_correctness_emb",
+    "bert_score_f1",
+]
 
 
 def test_a_forced_rescore_of_an_unchanged_run_reproduces_every_score_byte_for_byte(tmp_path, prefect_harness):
@@ -322,17 +402,31 @@ def test_a_forced_rescore_of_an_unchanged_run_reproduces_every_score_byte_for_by
     from raglake.flows.rescore import rescore
 
     golden = tmp_path / "golden.jsonl"
-    golden.write_text("".join(sorted(Path(GOLDEN).read_text().splitlines(keepends=True),
-                                     key=lambda line: json.loads(line)["id"])))
+    golden.write_text(
+        "".join(sorted(Path(GOLDEN).read_text().splitlines(keepends=True), key=lambda line: json.loads(line)["id"]))
+    )
     lake = str(tmp_path / "lake")
     target = f"replay:{ROOT / 'data' / 'captures' / 'basic_search.jsonl'}"
-    run_id = evaluate(RunSettings(golden=str(golden), target=target, lake=lake, metrics=IDENTITY_METRICS, batch_size=25,
-                                  results=str(tmp_path / "results"), scoring={"bertscore_idf": True}))
+    run_id = evaluate(
+        RunSettings(
+            golden=str(golden),
+            target=target,
+            lake=lake,
+            metrics=IDENTITY_METRICS,
+            batch_size=25,
+            results=str(tmp_path / "results"),
+            scoring={"bertscore_idf": True},
+        )
+    )
     report = rescore(RescoreSettings(run_ids=[run_id], metrics=IDENTITY_METRICS, lake=lake, batch_size=25, force=True))
     assert report["runs"][run_id]["recompute"] == len(IDENTITY_METRICS)
     by_scoring: dict[str, dict[tuple[str, str], tuple]] = {}
-    stored = rows(lake, "SELECT scoring_id, case_id, metric, value, status, reason, metric_version, embedder "
-                        "FROM scores WHERE run_id = $r", r=run_id)
+    stored = rows(
+        lake,
+        "SELECT scoring_id, case_id, metric, value, status, reason, metric_version, embedder "
+        "FROM scores WHERE run_id = $r",
+        r=run_id,
+    )
     for sid, case_id, metric, value, *rest in stored:
         by_scoring.setdefault(sid, {})[(case_id, metric)] = (None if value is None else value.hex(), *rest)
     original, again = by_scoring.values()

@@ -51,10 +51,13 @@ def _failed_attempt(lake_dir: str, **options) -> None:
     blocker.unlink()
 
 
-@pytest.mark.parametrize("retry", [
-    {"metrics": ["recall_any_at_k"]},  # fewer metrics
-    {"metrics": ["recall_any_at_k", "mrr_at_k"], "k": 3},  # same metrics, another K
-])
+@pytest.mark.parametrize(
+    "retry",
+    [
+        {"metrics": ["recall_any_at_k"]},  # fewer metrics
+        {"metrics": ["recall_any_at_k", "mrr_at_k"], "k": 3},  # same metrics, another K
+    ],
+)
 def test_retry_after_a_failed_commit_keeps_only_the_retrys_rows(lake_dir: str, retry: dict) -> None:
     _failed_attempt(lake_dir, metrics=["recall_any_at_k", "mrr_at_k"], k=5)
     assert {r["metric"] for r in _raw_scores(lake_dir)} == {"recall_any_at_k", "mrr_at_k"}  # the attempt's file
@@ -130,11 +133,20 @@ def test_a_write_never_replaces_a_file_even_when_the_existence_check_races(lake_
     first = lake.write("coverage", RUN, empty, "part")
     before = Path(first).read_bytes()
     real_exists = type(lake.fs).exists
-    monkeypatch.setattr(type(lake.fs), "exists",  # the check saw nothing
-                        lambda self, path, **kw: False if path == first else real_exists(self, path, **kw))
+    monkeypatch.setattr(
+        type(lake.fs),
+        "exists",  # the check saw nothing
+        lambda self, path, **kw: False if path == first else real_exists(self, path, **kw),
+    )
     with pytest.raises(LakeError, match="append-only"):
-        lake.write("coverage", RUN, to_arrow(TABLES["coverage"], {"stat": ["docs"], "value": [1.0]},
-                                                        optional=("index_version", "doc_type", "reason")), "part")
+        lake.write(
+            "coverage",
+            RUN,
+            to_arrow(
+                TABLES["coverage"], {"stat": ["docs"], "value": [1.0]}, optional=("index_version", "doc_type", "reason")
+            ),
+            "part",
+        )
     monkeypatch.undo()
     assert Path(first).read_bytes() == before
     assert [p.name for p in Path(first).parent.iterdir()] == ["part.parquet"]  # no temp file left

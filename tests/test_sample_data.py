@@ -16,8 +16,13 @@ from tests.conftest import ROOT
 
 
 def test_captures_and_label_hashes_are_what_the_plan_builds() -> None:
-    done = subprocess.run([sys.executable, "data/tools/build_sample_captures.py", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "data/tools/build_sample_captures.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "up to date" in done.stdout, done.stdout + done.stderr
 
 

@@ -18,24 +18,31 @@ from tests.conftest import FIXTURES
 REPLAY = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
 
 
-@pytest.mark.parametrize(("values", "words"), [
-    ({"k": 0}, "--k: Input should be greater than or equal to 1 (got 0)"),
-    ({"batch_size": 0}, "--batch-size:"),
-    ({"run_id": "7up"}, "--run-id: run id '7up' must start with a letter"),
-    ({"runner": "daks"}, "--runner: unknown runner 'daks'"),
-    ({"metrics": ["recal_any_at_k"]}, "--metrics:"),
-    ({"scoring": {"theta_s": 1.5}}, "--theta-s:"),
-    ({"scoring": {"wp_weights": {"corectness": 1}}}, "--wp-weights: unknown component 'corectness'"),
-    ({"judge": {"base_url": "judge:8000", "model": "m"}}, "--judge-base-url: must be an http(s) URL"),
-    ({"judge": {"base_url": "http://j/v1", "model": "m", "concurrency": 0}}, "--judge-concurrency:"),
-    ({"judge": {"base_url": "http://j/v1", "model": "m", "requests_per_minute": 0}}, "--judge-rpm:"),
-    ({"spot_check": {"model": "m2"}}, "a spot-check needs a judge"),
-    ({"judge": {"base_url": "http://j/v1", "model": "m"}, "spot_check": {"model": "m2", "share": 0}},
-     "--spot-check-share:"),
-    ({"judge": {"base_url": "http://j/v1", "model": "m"}, "spot_check": {"model": "m2", "minimum": -1}},
-     "--spot-check-min:"),
-    ({"judge_model": "m"}, "--judge-model: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    ("values", "words"),
+    [
+        ({"k": 0}, "--k: Input should be greater than or equal to 1 (got 0)"),
+        ({"batch_size": 0}, "--batch-size:"),
+        ({"run_id": "7up"}, "--run-id: run id '7up' must start with a letter"),
+        ({"runner": "daks"}, "--runner: unknown runner 'daks'"),
+        ({"metrics": ["recal_any_at_k"]}, "--metrics:"),
+        ({"scoring": {"theta_s": 1.5}}, "--theta-s:"),
+        ({"scoring": {"wp_weights": {"corectness": 1}}}, "--wp-weights: unknown component 'corectness'"),
+        ({"judge": {"base_url": "judge:8000", "model": "m"}}, "--judge-base-url: must be an http(s) URL"),
+        ({"judge": {"base_url": "http://j/v1", "model": "m", "concurrency": 0}}, "--judge-concurrency:"),
+        ({"judge": {"base_url": "http://j/v1", "model": "m", "requests_per_minute": 0}}, "--judge-rpm:"),
+        ({"spot_check": {"model": "m2"}}, "a spot-check needs a judge"),
+        (
+            {"judge": {"base_url": "http://j/v1", "model": "m"}, "spot_check": {"model": "m2", "share": 0}},
+            "--spot-check-share:",
+        ),
+        (
+            {"judge": {"base_url": "http://j/v1", "model": "m"}, "spot_check": {"model": "m2", "minimum": -1}},
+            "--spot-check-min:",
+        ),
+        ({"judge_model": "m"}, "--judge-model: Extra inputs are not permitted"),
+    ],
+)
 def test_a_bad_value_is_a_config_error_naming_its_option(values, words) -> None:
     with pytest.raises(ConfigError) as err:
         build(RunSettings, **values)
@@ -43,9 +50,13 @@ def test_a_bad_value_is_a_config_error_naming_its_option(values, words) -> None:
 
 
 def test_the_settings_build_the_run_configs_and_hold_no_key() -> None:
-    s = RunSettings(k=3, require_snippets=True, scoring={"bertscore_idf": True, "wp_weights": {"relevance": 0.1}},
-                    judge={"base_url": "http://j/v1", "model": "m", "api_key_env": "MY_KEY", "max_calls": 5},
-                    spot_check={"model": "m2", "base_url": "http://k/v1"})
+    s = RunSettings(
+        k=3,
+        require_snippets=True,
+        scoring={"bertscore_idf": True, "wp_weights": {"relevance": 0.1}},
+        judge={"base_url": "http://j/v1", "model": "m", "api_key_env": "MY_KEY", "max_calls": 5},
+        spot_check={"model": "m2", "base_url": "http://k/v1"},
+    )
     config = s.scoring_config()
     assert (config.k, config.require_snippets, config.bertscore_idf) == (3, True, True)
     assert config.wp_weights["relevance"] == 0.1 and config.wp_weights["correctness"] == 0.4  # defaults kept
@@ -79,9 +90,15 @@ def test_checked_inputs_serve_each_check_once_and_follow_the_golden_bytes(tmp_pa
 
 
 def test_force_recomputes_everything_but_judge_metrics_without_a_judge() -> None:
-    decisions = [Decision("r", "mrr_at_k", False, "unchanged (cache hit)"),
-                 Decision("r", "groundedness", False, KEPT_NO_JUDGE), Decision("r", "ndcg_at_k", True, "version 1 → 2")]
+    decisions = [
+        Decision("r", "mrr_at_k", False, "unchanged (cache hit)"),
+        Decision("r", "groundedness", False, KEPT_NO_JUDGE),
+        Decision("r", "ndcg_at_k", True, "version 1 → 2"),
+    ]
     assert RescoreSettings(all_runs=True).decide(decisions) == decisions
     forced = RescoreSettings(all_runs=True, force=True).decide(decisions)
     assert [(d.metric, d.compute, d.reason) for d in forced] == [
-        ("mrr_at_k", True, "forced"), ("groundedness", False, KEPT_NO_JUDGE), ("ndcg_at_k", True, "version 1 → 2")]
+        ("mrr_at_k", True, "forced"),
+        ("groundedness", False, KEPT_NO_JUDGE),
+        ("ndcg_at_k", True, "version 1 → 2"),
+    ]

@@ -47,8 +47,15 @@ def _group(pgid: int) -> list[str]:
 
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     """`raglake ARGS` in its own process group, so that whatever it starts can be found afterwards."""
-    return subprocess.Popen([sys.executable, "-m", "raglake", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "raglake", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _wait_for(condition, what: str, process: subprocess.Popen, timeout_s: float = 240) -> None:
@@ -84,9 +91,26 @@ def test_sigterm_while_the_judge_hangs_ends_the_run_and_the_same_run_id_finishes
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "COLUMNS": "200"}
     env.pop("PREFECT_API_URL", None)
     with FakeOpenAI(handler=lambda body: hang(600)) as judge:
-        args = ["run", "--golden", str(GOLDEN), "--target", f"replay:{CAPTURES}", "--lake", lake, "--run-id", "r-sig",
-                "--metrics", "recall_any_at_k,groundedness", "--judge-base-url", judge.url, "--judge-model", "fake",
-                "--judge-timeout", "300", "--quiet"]
+        args = [
+            "run",
+            "--golden",
+            str(GOLDEN),
+            "--target",
+            f"replay:{CAPTURES}",
+            "--lake",
+            lake,
+            "--run-id",
+            "r-sig",
+            "--metrics",
+            "recall_any_at_k,groundedness",
+            "--judge-base-url",
+            judge.url,
+            "--judge-model",
+            "fake",
+            "--judge-timeout",
+            "300",
+            "--quiet",
+        ]
         process = _start(args, env)
         _wait_for(lambda: judge.count > 0, "judge call", process)
         out = _terminate(process)
@@ -96,8 +120,9 @@ def test_sigterm_while_the_judge_hangs_ends_the_run_and_the_same_run_id_finishes
         assert not is_committed(Lake(lake), "r-sig")
 
         judge.handler = None  # the judge answers now: the same command finishes the run
-        done = subprocess.run([sys.executable, "-m", "raglake", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "raglake", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     rows = fetch(open_lake(lake).con, "SELECT metric, status FROM scores WHERE run_id = 'r-sig'")
     cases = len(GOLDEN.read_text().splitlines())
@@ -129,8 +154,14 @@ _WORKER = textwrap.dedent("""
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_runs_the_cleanups_and_ends_a_process_whose_threads_never_finish(tmp_path: Path, signum: int) -> None:
     marker = tmp_path / "stopped"
-    process = subprocess.Popen([sys.executable, "-c", _WORKER, str(marker)], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(marker)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     assert process.stdout.readline().strip() == "started"
     time.sleep(0.5)  # the worker thread is in its endless task now
     out = _terminate(process, signum)
@@ -157,8 +188,23 @@ def _local_judge_missing() -> str | None:
 def test_sigterm_stops_the_local_judge_server(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("PREFECT_API_URL", None)
-    process = _start(["run", "--golden", str(GOLDEN), "--target", f"replay:{CAPTURES}", "--lake",
-                      str(tmp_path / "lake"), "--metrics", "groundedness", "--judge", "local", "--quiet"], env)
+    process = _start(
+        [
+            "run",
+            "--golden",
+            str(GOLDEN),
+            "--target",
+            f"replay:{CAPTURES}",
+            "--lake",
+            str(tmp_path / "lake"),
+            "--metrics",
+            "groundedness",
+            "--judge",
+            "local",
+            "--quiet",
+        ],
+        env,
+    )
     _wait_for(lambda: any("llama_cpp.server" in c for c in _group(process.pid)), "local judge server", process)
     out = _terminate(process)  # asserts that nothing of the group, the llama.cpp server included, is left
     assert process.returncode == 128 + signal.SIGTERM and "interrupted by SIGTERM" in out

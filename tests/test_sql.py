@@ -24,12 +24,17 @@ N = 40
 def _golden(path: Path) -> str:
     rows = []
     for i in range(N):
-        rows.append({
-            "id": f"q{i:02d}", "question": f"question {i}", "category": "factual" if i % 2 else "reasoning",
-            "difficulty": ("easy", "medium", "hard")[i % 3], "tags": ["alpha", "beta"] if i % 4 == 0 else ["alpha"],
-            "vault": "work" if i < 32 else "personal",
-            "gold_supports": [{"rel_path": f"doc{i}.md", "heading_path": "T > S"}],
-        })
+        rows.append(
+            {
+                "id": f"q{i:02d}",
+                "question": f"question {i}",
+                "category": "factual" if i % 2 else "reasoning",
+                "difficulty": ("easy", "medium", "hard")[i % 3],
+                "tags": ["alpha", "beta"] if i % 4 == 0 else ["alpha"],
+                "vault": "work" if i < 32 else "personal",
+                "gold_supports": [{"rel_path": f"doc{i}.md", "heading_path": "T > S"}],
+            }
+        )
     path.write_text("\n".join(json.dumps(r) for r in rows))
     return str(path)
 
@@ -38,12 +43,15 @@ def _captures(path: Path, hit_rank: dict[int, int | None], method: str) -> str:
     """One capture per case; the gold chunk sits at hit_rank[i] (None: not retrieved)."""
     rows = []
     for i in range(N):
-        chunks = [{"rank": r, "rel_path": f"noise{r}.md", "heading_path": "N", "text": "", "score": 1 - r / 10}
-                  for r in range(1, 6)]
+        chunks = [
+            {"rank": r, "rel_path": f"noise{r}.md", "heading_path": "N", "text": "", "score": 1 - r / 10}
+            for r in range(1, 6)
+        ]
         if hit_rank.get(i):
             chunks[hit_rank[i] - 1] = {**chunks[hit_rank[i] - 1], "rel_path": f"doc{i}.md", "heading_path": "T > S > P"}
-        rows.append({"case_id": f"q{i:02d}", "method": method, "answer": "an answer", "abstained": False,
-                     "retrieved": chunks})
+        rows.append(
+            {"case_id": f"q{i:02d}", "method": method, "answer": "an answer", "abstained": False, "retrieved": chunks}
+        )
     path.write_text("\n".join(json.dumps(r) for r in rows))
     return f"replay:{path}"
 
@@ -151,8 +159,13 @@ def test_bootstrap_resamples_are_independent_in_small_slices(lake) -> None:
 def _seeded_interval(q: LakeQueries, values: np.ndarray, n_boot: int, seed: int, alpha: float) -> np.ndarray:
     """The interval the SQL must give: numpy's quantiles of the means of `values` (in case_id order)
     over the seeded draws of `resample_draws` (sql/views/05_resample_draws.sql)."""
-    draws = fetch(q.con, "SELECT picks FROM resample_draws([$n], $n_boot, $seed) ORDER BY r",
-                  n=len(values), n_boot=n_boot, seed=seed)
+    draws = fetch(
+        q.con,
+        "SELECT picks FROM resample_draws([$n], $n_boot, $seed) ORDER BY r",
+        n=len(values),
+        n_boot=n_boot,
+        seed=seed,
+    )
     means = np.array([values[np.asarray(picks) - 1].mean() for (picks,) in draws])
     return np.quantile(means, [alpha / 2, 1 - alpha / 2])
 
@@ -176,8 +189,9 @@ def test_both_intervals_are_the_seeded_draws_applied_to_the_slice(lake) -> None:
 
 def test_min_pairs_keeps_tiny_slices_unflagged(lake) -> None:
     q, _ = lake
-    rows = run_query(q.con, "compare_runs", run_a="r-good", run_b="r-bad", n_boot=200, seed=0, alpha=0.05,
-                     min_pairs=1000).to_pylist()
+    rows = run_query(
+        q.con, "compare_runs", run_a="r-good", run_b="r-bad", n_boot=200, seed=0, alpha=0.05, min_pairs=1000
+    ).to_pylist()
     assert rows and not any(r["regression"] for r in rows)
 
 
@@ -216,8 +230,16 @@ def test_scores_latest_keeps_the_newest_scoring(tmp_path: Path) -> None:
     lake_dir = str(tmp_path / "lake")
     land(lake_dir, str(FIXTURES / "mini_golden.jsonl"), f"replay:{FIXTURES / 'mini_captures.jsonl'}", "r-m")
     later = dt.datetime(2027, 1, 1, tzinfo=dt.timezone.utc)
-    cols = {"case_id": ["c1"], "metric": ["mrr_at_k"], "value": [0.25], "status": ["ok"], "reason": [None],
-            "metric_version": ["2"], "scoring_id": ["s-new"], "scored_at": [later]}
+    cols = {
+        "case_id": ["c1"],
+        "metric": ["mrr_at_k"],
+        "value": [0.25],
+        "status": ["ok"],
+        "reason": [None],
+        "metric_version": ["2"],
+        "scoring_id": ["s-new"],
+        "scored_at": [later],
+    }
     unset = ("label_source", "embedder", "judge_model", "prompt_id", "prompt_version", "judge_call")
     Lake(lake_dir).write("scores", "r-m", to_arrow(TABLES["scores"], cols, optional=unset), "s-new")
     q = open_lake(lake_dir)

@@ -70,9 +70,13 @@ def test_queries_cannot_read_files_outside_the_lake(lake: Lake, tmp_path: Path) 
     outside = tmp_path / "outside.parquet"
     duckdb.sql(f"COPY (SELECT 42 AS answer) TO '{outside}'")
     con = connect_lake(lake)
-    for query in ("SELECT * FROM read_text('/etc/hostname')", "SELECT * FROM read_csv('/etc/passwd')",
-                  f"SELECT * FROM read_parquet('{outside}')", f"SELECT * FROM '{outside}'",
-                  "SELECT * FROM glob('/etc/*')"):
+    for query in (
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        f"SELECT * FROM read_parquet('{outside}')",
+        f"SELECT * FROM '{outside}'",
+        "SELECT * FROM glob('/etc/*')",
+    ):
         with pytest.raises(ConfigError, match="SQL error: Permission Error"):
             run_sql(con, query)
 
@@ -93,10 +97,25 @@ def test_the_library_connection_itself_is_locked(lake: Lake, tmp_path: Path) -> 
 def test_every_lake_view_and_every_query_form_still_works(lake: Lake) -> None:
     before = _lake_bytes(lake)
     con = connect_lake(lake)
-    names = [r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                                   "UNION ALL SELECT table_name FROM duckdb_tables()").fetchall()]
-    assert {"runs", "cases", "chunks", "scores", "scores_latest", "labels", "coverage", "run_metrics",
-            "case_slices", "metrics", "judge_calls"} <= set(names)
+    names = [
+        r[0]
+        for r in con.sql(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal UNION ALL SELECT table_name FROM duckdb_tables()"
+        ).fetchall()
+    ]
+    assert {
+        "runs",
+        "cases",
+        "chunks",
+        "scores",
+        "scores_latest",
+        "labels",
+        "coverage",
+        "run_metrics",
+        "case_slices",
+        "metrics",
+        "judge_calls",
+    } <= set(names)
     for name in names:
         assert run_sql(con, f"SELECT count(*) AS n FROM {name}").num_rows == 1
     assert run_sql(con, "SELECT count(DISTINCT run_id) AS n FROM scores").column("n").to_pylist() == [2]

@@ -38,13 +38,24 @@ def test_missing_capture_is_a_failed_capture_not_a_crash(tmp_path: Path) -> None
     assert "no capture for this case" in captures[1].error
 
 
-@pytest.mark.parametrize(("line", "field", "words"), [
-    ({"case_id": "c1", "retrieved": [{"rank": 0, "rel_path": "a.md"}]}, "retrieved[0].rank", "greater than or equal to 1"),
-    ({"case_id": "c1", "retrieved": [{"rank": 1, "rel_path": "a.md"}, {"rank": 1, "rel_path": "b.md"}]}, None, "duplicate rank"),
-    ({"case_id": "c1", "status": "failed"}, "status", "'ok', 'error', 'timeout' or 'empty'"),
-    ({"case_id": "c1", "folder_mode": "onn"}, "folder_mode", "did you mean 'on'"),
-    ({"case_id": "c1", "latency_ms": {"totl": 3}}, "latency_ms.totl", "did you mean 'total'"),
-])
+@pytest.mark.parametrize(
+    ("line", "field", "words"),
+    [
+        (
+            {"case_id": "c1", "retrieved": [{"rank": 0, "rel_path": "a.md"}]},
+            "retrieved[0].rank",
+            "greater than or equal to 1",
+        ),
+        (
+            {"case_id": "c1", "retrieved": [{"rank": 1, "rel_path": "a.md"}, {"rank": 1, "rel_path": "b.md"}]},
+            None,
+            "duplicate rank",
+        ),
+        ({"case_id": "c1", "status": "failed"}, "status", "'ok', 'error', 'timeout' or 'empty'"),
+        ({"case_id": "c1", "folder_mode": "onn"}, "folder_mode", "did you mean 'on'"),
+        ({"case_id": "c1", "latency_ms": {"totl": 3}}, "latency_ms.totl", "did you mean 'total'"),
+    ],
+)
 def test_bad_capture_lines_name_file_line_and_field(tmp_path: Path, line: dict, field: str | None, words: str) -> None:
     path = tmp_path / "caps.jsonl"
     path.write_text(json.dumps({"case_id": "c2"}) + "\n" + json.dumps(line) + "\n")
@@ -71,10 +82,13 @@ def test_replay_run_reproduces_the_landed_scores(tmp_path: Path) -> None:
     land(lake_dir, GOLDEN, f"replay:{CAPTURES}", "r-orig")
     land(lake_dir, GOLDEN, "replay-run:r-orig", "r-again", minutes=1)
     q = open_lake(lake_dir)
-    rows = fetch(q.con, """
+    rows = fetch(
+        q.con,
+        """
         SELECT a.metric, a.case_id, a.status, b.status, a.value, b.value
         FROM scores a JOIN scores b USING (case_id, metric)
-        WHERE a.run_id = 'r-orig' AND b.run_id = 'r-again'""")
+        WHERE a.run_id = 'r-orig' AND b.run_id = 'r-again'""",
+    )
     assert len(rows) > 50
     assert all(sa == sb and (sa != "ok" or va == vb) for _, _, sa, sb, va, vb in rows)
     with pytest.raises(UnknownNameError, match="did you mean 'r-orig'"):

@@ -51,6 +51,7 @@ def test_vendored_copy_is_identical_to_the_shared_files():
         if (SHARED_TREC / name).is_file():
             assert (VENDORED_TREC / name).read_bytes() == (SHARED_TREC / name).read_bytes(), name
 
+
 PLACES = 4  # trec_eval prints 4 decimals
 TOL = 0.5 * 10**-PLACES + 1e-12
 
@@ -110,25 +111,30 @@ def read_trec_eval_output(name: str) -> dict[tuple[str, str], float]:
 
 
 def golden_case(topic: str, judgements: dict[str, int]) -> GoldenCase:
-    return GoldenCase.model_validate({
-        "id": topic,
-        "question": f"TREC topic {topic}",
-        "gold_supports": [
-            {"rel_path": docno, "heading_path": "", "required": False}
-            for docno, rel in sorted(judgements.items()) if rel > 0
-        ],
-    })
+    return GoldenCase.model_validate(
+        {
+            "id": topic,
+            "question": f"TREC topic {topic}",
+            "gold_supports": [
+                {"rel_path": docno, "heading_path": "", "required": False}
+                for docno, rel in sorted(judgements.items())
+                if rel > 0
+            ],
+        }
+    )
 
 
 def capture(topic: str, ranked: list[tuple[str, float]]) -> Capture:
-    return Capture.model_validate({
-        "case_id": topic,
-        "answer": f"replayed from results.test, topic {topic}",
-        "retrieved": [
-            {"rank": rank, "rel_path": docno, "heading_path": "", "score": score}
-            for rank, (docno, score) in enumerate(ranked, start=1)
-        ],
-    })
+    return Capture.model_validate(
+        {
+            "case_id": topic,
+            "answer": f"replayed from results.test, topic {topic}",
+            "retrieved": [
+                {"rank": rank, "rel_path": docno, "heading_path": "", "score": score}
+                for rank, (docno, score) in enumerate(ranked, start=1)
+            ],
+        }
+    )
 
 
 @lru_cache(maxsize=None)

@@ -26,14 +26,27 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setupt
 # what the wheel ships from the folders at the repository root, and under which name
 SHIPPED = {"flows": "raglake/flows", "tasks": "raglake/tasks", "sql": "raglake/sql", "data": "raglake/sample"}
 SAMPLE = ["README.md", "gate.yaml", "golden", "captures", "corpus", "targets"]
-_SKIP_NAMES = {".venv", ".git", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis", ".prefect", ".ruff_cache"}
+_SKIP_NAMES = {
+    ".venv",
+    ".git",
+    "build",
+    "dist",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".prefect",
+    ".ruff_cache",
+}
 
 
 def test_every_raglake_package_is_listed_in_pyproject() -> None:
     """The package list is explicit (flows/ and tasks/ are mapped into raglake): a new folder of
     modules under raglake/ must be listed too, or the wheel silently leaves it out."""
-    on_disk = {".".join(p.relative_to(ROOT).parts) for p in (ROOT / "raglake").rglob("*")
-               if p.is_dir() and p.name != "__pycache__" and any(p.glob("*.py"))} | {"raglake"}
+    on_disk = {
+        ".".join(p.relative_to(ROOT).parts)
+        for p in (ROOT / "raglake").rglob("*")
+        if p.is_dir() and p.name != "__pycache__" and any(p.glob("*.py"))
+    } | {"raglake"}
     listed = set(PYPROJECT["packages"]) - {f"raglake.{SHIPPED[k].split('/')[1]}" for k in SHIPPED}
     assert on_disk == listed, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(on_disk - listed)}"
     assert PYPROJECT["package-dir"] == {v.replace("/", "."): k for k, v in SHIPPED.items()}
@@ -45,8 +58,13 @@ def test_nothing_imports_flows_or_tasks_as_top_level_packages() -> None:
     for folder in ("raglake", "flows", "tasks", "deployments", "tests", "benchmarks"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and not node.level
+                    else []
+                )
                 bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in SHIPPED]
     assert not bad, f"import raglake.flows / raglake.tasks instead: {bad}"
 
@@ -60,8 +78,9 @@ def test_missing_sql_files_are_a_loud_error(tmp_path: Path, monkeypatch: pytest.
         query.sql_text("breakdown")
 
 
-def test_code_version_ignores_a_git_repository_around_an_installed_package(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_code_version_ignores_a_git_repository_around_an_installed_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Installed in a virtual environment inside some other git repository, raglake is not that
     repository's commit: only a checkout of raglake itself adds `+g<sha>`."""
     from raglake.pipeline import plan as runplan
@@ -70,8 +89,12 @@ def test_code_version_ignores_a_git_repository_around_an_installed_package(tmp_p
     if git is None:
         pytest.skip("git is not installed")
     subprocess.run([git, "init", "-q"], cwd=tmp_path, check=True, capture_output=True)
-    subprocess.run([git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"],
-                   cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(
+        [git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     site = tmp_path / ".venv" / "lib" / "site-packages"
     site.mkdir(parents=True)
     monkeypatch.setattr(runplan, "PROJECT_ROOT", site)
@@ -81,6 +104,7 @@ def test_code_version_ignores_a_git_repository_around_an_installed_package(tmp_p
 def _source_copy(dest: Path) -> Path:
     """The checkout as a fresh clone has it: no venv, lake, build folders or egg-info (a stale
     build/lib would leak into the wheel, and an in-tree build would race other test runs)."""
+
     def ignore(folder: str, names: list[str]) -> set[str]:
         rel = Path(folder).resolve().relative_to(ROOT)
         skip = {n for n in names if n in _SKIP_NAMES or n.endswith((".egg-info", ".pyc"))}
@@ -96,9 +120,26 @@ def _source_copy(dest: Path) -> Path:
 def _build_wheel(tmp_path: Path) -> tuple[Path, Path]:
     pytest.importorskip("setuptools.build_meta", reason="no setuptools here: the wheel cannot be built offline")
     source = _source_copy(tmp_path / "src")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
-                           "--no-index", "--no-cache-dir", "--quiet", "-w", str(tmp_path / "dist")],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--no-cache-dir",
+            "--quiet",
+            "-w",
+            str(tmp_path / "dist"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, f"pip wheel failed:\n{done.stdout}\n{done.stderr}"
     (wheel,) = (tmp_path / "dist").glob("raglake-*.whl")
     return wheel, source
@@ -131,12 +172,32 @@ def _fresh_venv(tmp_path: Path, wheel: Path) -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
-                           "--no-cache-dir", "--quiet", str(wheel)], capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "--quiet",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, f"pip install failed:\n{done.stdout}\n{done.stderr}"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (Path(purelib) / "_raglake_test_deps.pth").write_text("\n".join(sorted(ours)) + "\n")
     return venv
@@ -144,8 +205,9 @@ def _fresh_venv(tmp_path: Path, wheel: Path) -> Path:
 
 def _in(cwd: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAGLAKE_LAKE", "VIRTUAL_ENV")}
-    done = subprocess.run([*args], cwd=cwd, env={**env, "COLUMNS": "200"}, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [*args], cwd=cwd, env={**env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -158,8 +220,13 @@ def test_the_wheel_runs_the_bundled_sample_outside_the_checkout(tmp_path: Path) 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     python, raglake = str(venv / "bin" / "python"), str(venv / "bin" / "raglake")
-    where = _in(elsewhere, python, "-c", "import raglake, raglake.flows.evaluate, raglake.pipeline.plan as r; "
-                "print(raglake.__file__); print(r.SAMPLE_GOLDEN); print(r.SAMPLE_CAPTURES[0]); print(r.code_version())")
+    where = _in(
+        elsewhere,
+        python,
+        "-c",
+        "import raglake, raglake.flows.evaluate, raglake.pipeline.plan as r; "
+        "print(raglake.__file__); print(r.SAMPLE_GOLDEN); print(r.SAMPLE_CAPTURES[0]); print(r.code_version())",
+    )
     module, golden, captures, version = where.split()
     inside = str(venv.resolve())
     assert module.startswith(inside) and golden.startswith(inside), f"not the wheel's raglake: {where}"

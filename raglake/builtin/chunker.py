@@ -60,8 +60,11 @@ def _units(body: str, budget: int, overlap: int) -> list[Unit]:
         joiner = "\n"
         for sentence in _SENTENCE_END.split(line):
             words = sentence.split()
-            pieces = [" ".join(words[i : i + step]) for i in range(0, len(words), step)] \
-                if _approx(sentence) > budget else [sentence]
+            pieces = (
+                [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
+                if _approx(sentence) > budget
+                else [sentence]
+            )
             for piece in pieces:
                 units.append((piece, joiner))
                 joiner = " "
@@ -96,8 +99,9 @@ def _split_units(units: list[Unit], counts: list[int], budget: int, overlap: int
     return parts
 
 
-def chunk_section(rel_path: str, section: Section, settings: ChunkSettings, count: CountTokens,
-                  max_sequence: int) -> tuple[list[Chunk], list[Skipped]]:
+def chunk_section(
+    rel_path: str, section: Section, settings: ChunkSettings, count: CountTokens, max_sequence: int
+) -> tuple[list[Chunk], list[Skipped]]:
     if len(section.body.strip()) < settings.min_body_chars:
         return [], [Skipped(rel_path, section.heading_path, "empty_section")]
     context = " > ".join(section.heading_path)
@@ -122,8 +126,9 @@ def chunk_section(rel_path: str, section: Section, settings: ChunkSettings, coun
     return chunks, skipped
 
 
-def chunk_note(rel_path: str, raw: str, settings: ChunkSettings, count: CountTokens,
-               max_sequence: int) -> tuple[list[Chunk], list[Skipped]]:
+def chunk_note(
+    rel_path: str, raw: str, settings: ChunkSettings, count: CountTokens, max_sequence: int
+) -> tuple[list[Chunk], list[Skipped]]:
     chunks: list[Chunk] = []
     skipped: list[Skipped] = []
     for section in parse_note(raw).sections:

@@ -77,10 +77,16 @@ class IndexManifest:
 
     def info(self) -> dict[str, Any]:
         """What the run records about its index (runs.index_info)."""
-        return {"corpus": self.corpus, "chunker_version": self.chunker_version,
-                "embedding_model": self.embedding_model, "index_version": self.index_version,
-                "settings": self.settings, **self.stats(), "skipped_by_reason": self.skipped_by_reason,
-                "doc_paths": sorted(self.doc_paths)}
+        return {
+            "corpus": self.corpus,
+            "chunker_version": self.chunker_version,
+            "embedding_model": self.embedding_model,
+            "index_version": self.index_version,
+            "settings": self.settings,
+            **self.stats(),
+            "skipped_by_reason": self.skipped_by_reason,
+            "doc_paths": sorted(self.doc_paths),
+        }
 
     def coverage_columns(self) -> dict[str, list[Any]]:
         """Long rows for the lake's `coverage` table: (stat, doc_type, reason, value)."""
@@ -94,12 +100,19 @@ class IndexManifest:
             rows.append(("docs_not_indexed", None, reason, float(n)))
         for doc_type in sorted({d.doc_type for d in self.docs}):
             docs = [d for d in self.docs if d.doc_type == doc_type]
-            rows += [("docs", doc_type, None, float(len(docs))),
-                     ("docs_with_chunks", doc_type, None, float(sum(d.n_chunks > 0 for d in docs))),
-                     ("chunks_embedded", doc_type, None, float(sum(d.n_chunks for d in docs))),
-                     ("chunks_skipped", doc_type, None, float(sum(d.n_skipped for d in docs)))]
-        return {"index_version": [self.index_version] * len(rows), "stat": [r[0] for r in rows],
-                "doc_type": [r[1] for r in rows], "reason": [r[2] for r in rows], "value": [r[3] for r in rows]}
+            rows += [
+                ("docs", doc_type, None, float(len(docs))),
+                ("docs_with_chunks", doc_type, None, float(sum(d.n_chunks > 0 for d in docs))),
+                ("chunks_embedded", doc_type, None, float(sum(d.n_chunks for d in docs))),
+                ("chunks_skipped", doc_type, None, float(sum(d.n_skipped for d in docs))),
+            ]
+        return {
+            "index_version": [self.index_version] * len(rows),
+            "stat": [r[0] for r in rows],
+            "doc_type": [r[1] for r in rows],
+            "reason": [r[2] for r in rows],
+            "value": [r[3] for r in rows],
+        }
 
 
 @dataclass
@@ -119,7 +132,9 @@ def folder_of(rel_path: str) -> str:
 def corpus_files(corpus: Path) -> list[Path]:
     if not corpus.is_dir():
         raise ConfigError(f"corpus folder {corpus} does not exist")
-    return sorted(p for p in corpus.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.relative_to(corpus).parts))
+    return sorted(
+        p for p in corpus.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.relative_to(corpus).parts)
+    )
 
 
 def index_version(corpus: Path, files: list[Path], settings: ChunkSettings, embedder_key: str) -> str:
@@ -137,15 +152,24 @@ def _why_no_chunks(raw: str, skipped_reasons: list[str]) -> str:
     note = parse_note(raw)
     if not note.sections:
         return "front_matter_only" if note.front_matter else "no_text"
-    return "only_empty_sections" if skipped_reasons and all(r == "empty_section" for r in skipped_reasons) else "all_chunks_skipped"
+    return (
+        "only_empty_sections"
+        if skipped_reasons and all(r == "empty_section" for r in skipped_reasons)
+        else "all_chunks_skipped"
+    )
 
 
 def build_index(corpus: str | Path, encoder: TextEncoder, settings: ChunkSettings) -> Index:
     corpus = Path(corpus)
     files = corpus_files(corpus)
     embedder = encoder.embedder
-    manifest = IndexManifest(str(corpus), CHUNKER_VERSION, embedder.key,
-                             index_version(corpus, files, settings, embedder.key), asdict(settings))
+    manifest = IndexManifest(
+        str(corpus),
+        CHUNKER_VERSION,
+        embedder.key,
+        index_version(corpus, files, settings, embedder.key),
+        asdict(settings),
+    )
     chunks: list[Chunk] = []
     skipped_reasons: Counter[str] = Counter()
     for path in files:

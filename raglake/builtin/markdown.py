@@ -67,7 +67,7 @@ def parse_note(raw: str) -> Note:
             run = fence.group(1)
             if in_fence is None:
                 in_fence = run
-            elif run[0] == in_fence[0] and len(run) >= len(in_fence) and not line.strip()[len(run):].strip():
+            elif run[0] == in_fence[0] and len(run) >= len(in_fence) and not line.strip()[len(run) :].strip():
                 in_fence = None
             continue
         if in_fence:
@@ -78,9 +78,16 @@ def parse_note(raw: str) -> Note:
             continue
         under = _SETEXT.match(line)
         prev = lines[i - 1] if i > 0 else ""
-        if (under and i > 0 and prev.strip() and (i - 1) not in setext_lines and not _FENCE.match(prev)
-                and not _ATX.match(prev) and not prev.lstrip().startswith(("-", "*", ">", "|"))
-                and (i < 2 or not lines[i - 2].strip())):
+        if (
+            under
+            and i > 0
+            and prev.strip()
+            and (i - 1) not in setext_lines
+            and not _FENCE.match(prev)
+            and not _ATX.match(prev)
+            and not prev.lstrip().startswith(("-", "*", ">", "|"))
+            and (i < 2 or not lines[i - 2].strip())
+        ):
             level = 1 if under.group(1)[0] == "=" else 2
             headings.append((i - 1, level, _clean(prev), f"{prev.strip()}\n{line.strip()}"))
             setext_lines.update((i - 1, i))

@@ -40,7 +40,9 @@ class ReferenceRag:
         self.index, self.encoder, self.settings = index, encoder, settings
         names = sorted(index.folders)
         self._folder_names = names
-        centroids = np.stack([index.vectors[index.folders[f]].mean(axis=0) for f in names]) if names else np.zeros((0, 1))
+        centroids = (
+            np.stack([index.vectors[index.folders[f]].mean(axis=0) for f in names]) if names else np.zeros((0, 1))
+        )
         norms = np.linalg.norm(centroids, axis=1, keepdims=True) if names else 1
         self._centroids = centroids / np.where(norms == 0, 1, norms)
 
@@ -91,16 +93,37 @@ class ReferenceRag:
             abstained, answer = True, NO_ANSWER
         t3 = time.perf_counter()
         chunks = [self.index.chunks[i] for i in ids]
-        retrieved = [{"rank": r, "rel_path": c.rel_path, "heading_path": list(c.heading_path), "text": c.text,
-                      "score": round(float(sc), 6), "chunk_id": f"{c.rel_path}#{'/'.join(c.heading_path)}#{c.part}"}
-                     for r, (c, sc) in enumerate(zip(chunks, scores), start=1)]
-        references = [{"rel_path": chunks[r - 1].rel_path, "heading_path": list(chunks[r - 1].heading_path)} for r in cited]
+        retrieved = [
+            {
+                "rank": r,
+                "rel_path": c.rel_path,
+                "heading_path": list(c.heading_path),
+                "text": c.text,
+                "score": round(float(sc), 6),
+                "chunk_id": f"{c.rel_path}#{'/'.join(c.heading_path)}#{c.part}",
+            }
+            for r, (c, sc) in enumerate(zip(chunks, scores), start=1)
+        ]
+        references = [
+            {"rel_path": chunks[r - 1].rel_path, "heading_path": list(chunks[r - 1].heading_path)} for r in cited
+        ]
         ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
-        latency = {"folder_selection": ms(t0, t1), "retrieval": round(encode_ms + (t2 - t1) * 1000, 3),
-                   "generation": ms(t2, t3)}
+        latency = {
+            "folder_selection": ms(t0, t1),
+            "retrieval": round(encode_ms + (t2 - t1) * 1000, 3),
+            "generation": ms(t2, t3),
+        }
         latency["total"] = round(sum(latency.values()), 3)
-        return Capture.model_validate({
-            "case_id": case_id, "answer": answer, "abstained": abstained, "references": references,
-            "retrieved": retrieved, "method": METHOD, "latency_ms": latency, "folder_mode": s.folder_mode,
-            "selected_folders": selected,
-        })
+        return Capture.model_validate(
+            {
+                "case_id": case_id,
+                "answer": answer,
+                "abstained": abstained,
+                "references": references,
+                "retrieved": retrieved,
+                "method": METHOD,
+                "latency_ms": latency,
+                "folder_mode": s.folder_mode,
+                "selected_folders": selected,
+            }
+        )

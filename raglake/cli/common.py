@@ -15,8 +15,12 @@ from raglake.metrics.registry import all_metrics
 from raglake.pipeline.settings import JudgeSettings
 from raglake.report.data import registry_order
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="The `raglake` command line: run evaluations and ask the lake questions.",
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The `raglake` command line: run evaluations and ask the lake questions.",
+    pretty_exceptions_enable=False,
+)
 
 LakeOpt = Annotated[Optional[str], typer.Option("--lake", help="Lake root (default $RAGLAKE_LAKE or data/lake).")]
 
@@ -53,13 +57,16 @@ def judge_endpoint(judge: JudgeSettings | None) -> Iterator[JudgeSettings | None
     server = LocalJudgeServer()
     with interrupt.cleanup(server.stop), server:  # an interrupted run stops it too
         # llama.cpp's server answers one request at a time on this CPU: queueing more only times them out
-        yield judge.model_copy(update=dict(base_url=server.base_url, concurrency=1,
-                                           timeout_s=max(judge.timeout_s, 600.0)))
+        yield judge.model_copy(
+            update=dict(base_url=server.base_url, concurrency=1, timeout_s=max(judge.timeout_s, 600.0))
+        )
 
 
-NO_JUDGE_HINT = ("{n} judge metric value(s) were skipped: no judge is configured. Configure one with "
-                 "--judge-base-url URL --judge-model NAME (the key is read from $OPENAI_API_KEY, or the variable "
-                 "named by --judge-api-key-env), or use --judge local for the bundled offline model.")
+NO_JUDGE_HINT = (
+    "{n} judge metric value(s) were skipped: no judge is configured. Configure one with "
+    "--judge-base-url URL --judge-model NAME (the key is read from $OPENAI_API_KEY, or the variable "
+    "named by --judge-api-key-env), or use --judge local for the bundled offline model."
+)
 
 
 def print_run_summary(q: LakeQueries, run_id: str) -> None:
@@ -76,15 +83,29 @@ def print_run_summary(q: LakeQueries, run_id: str) -> None:
         render.console.print(render.figures_table(figures, "run-level figures"))
 
 
-def print_comparison(q: LakeQueries, run_a: str, run_b: str, *, by: str = "all", only_changes: bool = False,
-                     n_boot: int = 1000, seed: int = 0) -> list[dict]:
+def print_comparison(
+    q: LakeQueries,
+    run_a: str,
+    run_b: str,
+    *,
+    by: str = "all",
+    only_changes: bool = False,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> list[dict]:
     rows = registry_order(q.compare(run_a, run_b, n_boot=n_boot, seed=seed))
     name_a, name_b = q.target_name(run_a), q.target_name(run_b)
     versions = q.index_versions([run_a, run_b])
     if versions.get(run_a) != versions.get(run_b) and any(versions.values()):
-        render.console.print(f"[yellow]note:[/] the index changed between the runs (index_version "
-                             f"{versions.get(run_a) or '–'} → {versions.get(run_b) or '–'}); see `raglake coverage`")
-    shown = [r for r in rows if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])]
+        render.console.print(
+            f"[yellow]note:[/] the index changed between the runs (index_version "
+            f"{versions.get(run_a) or '–'} → {versions.get(run_b) or '–'}); see `raglake coverage`"
+        )
+    shown = [
+        r
+        for r in rows
+        if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])
+    ]
     title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
     render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
     flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]

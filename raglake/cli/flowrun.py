@@ -21,15 +21,19 @@ from raglake.pipeline.settings import RescoreSettings, RunSettings
 
 def _run_note(lake: str | None, run_ids: list[str]) -> Callable[[], str]:
     """What an interrupted `raglake run` says about each of its runs."""
+
     def note() -> str:
         the_lake, lines = Lake(lake), []
         for run_id in run_ids:
             if is_committed(the_lake, run_id):
                 lines.append(f"run {run_id} had landed whole before the interruption")
             else:
-                lines.append(f"run {run_id} was not committed: nothing of it is visible in the lake; the same "
-                             f"command with --run-id {run_id} finishes it (what it had finished is reused)")
+                lines.append(
+                    f"run {run_id} was not committed: nothing of it is visible in the lake; the same "
+                    f"command with --run-id {run_id} finishes it (what it had finished is reused)"
+                )
         return "\n".join(lines)
+
     return note
 
 
@@ -47,8 +51,10 @@ def evaluate_targets(runs: list[RunSettings], *, quiet: bool) -> list[str]:
 
 
 def _rescore_note() -> str:
-    return ("re-scoring stopped: scores that had landed are in the lake (scores_latest shows them), the rest is not; "
-            "the same command finishes it (unchanged work is reused)")
+    return (
+        "re-scoring stopped: scores that had landed are in the lake (scores_latest shows them), the rest is not; "
+        "the same command finishes it (unchanged work is reused)"
+    )
 
 
 def rescore_runs(settings: RescoreSettings, *, quiet: bool) -> dict:

@@ -45,7 +45,7 @@ def _write(text: str) -> None:
     """Straight to the file descriptor: the interrupted main thread may hold sys.stdout's lock."""
     data = text.encode("utf-8", "replace")
     while data:
-        data = data[os.write(1, data):]
+        data = data[os.write(1, data) :]
 
 
 def _handle(signum: int, frame: Any) -> None:

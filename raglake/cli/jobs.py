@@ -10,6 +10,7 @@ import typer
 
 from raglake import prefect_settings
 from raglake.analysis import LakeQueries
+from raglake.cli import options as opt
 from raglake.cli import render
 from raglake.cli.common import (
     LOCAL_JUDGE,
@@ -37,61 +38,86 @@ from raglake.pipeline.settings import RescoreSettings, RunSettings, build
 
 @app.command()
 def run(
-    golden: Annotated[Optional[Path], typer.Option(help="Golden set (JSONL, JSON or YAML). Default: the bundled sample.")] = None,
-    target: Annotated[Optional[list[str]], typer.Option("--target", "-t", help="builtin[:CORPUS_DIR], replay:FILE or replay-run:RUN_ID; repeat to compare several. Default: builtin over data/corpus.")] = None,
-    k: Annotated[int, typer.Option(help="Top-K cut-off for retrieval metrics.")] = 5,
+    ctx: typer.Context,
+    golden: opt.Golden = None,
+    target: opt.Targets = None,
+    k: opt.K = 5,
     lake: LakeOpt = None,
-    run_id: Annotated[Optional[str], typer.Option(help="Run id to use (one target only).")] = None,
-    labels: Annotated[Optional[Path], typer.Option(help="Human label annotation file (JSONL of {case_id, chunks, answers}).")] = None,
-    metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these case-level metrics (comma-separated).")] = None,
-    require_snippets: Annotated[bool, typer.Option(help="A chunk matches a support only if it holds one of its snippets.")] = False,
-    batch_size: Annotated[int, typer.Option(help="Cases per capture/scoring task.")] = 100,
-    embedder: Annotated[Optional[str], typer.Option(help="Sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2).")] = None,
-    theta_s: Annotated[float, typer.Option(help="context_sufficiency threshold θs (cosine).")] = 0.5,
-    theta_h: Annotated[float, typer.Option(help="answer_hallucination threshold θh (cosine).")] = 0.4,
-    bertscore_layer: Annotated[Optional[int], typer.Option(help="BERTScore hidden layer (default: the model's last).")] = None,
-    bertscore_idf: Annotated[bool, typer.Option(help="Weight BERTScore tokens by idf over the run's references.")] = False,
-    judge: Annotated[Optional[str], typer.Option("--judge", help="'local': start the bundled llama.cpp judge (extra local-judge) for the run.")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (OpenAI, Azure, vLLM, Ollama, llama.cpp).")] = None,
-    judge_model: Annotated[Optional[str], typer.Option(help="Judge model name.")] = None,
-    judge_api_key_env: Annotated[str, typer.Option(help="Environment variable holding the judge's API key.")] = "OPENAI_API_KEY",
-    judge_concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 8,
-    judge_rpm: Annotated[Optional[int], typer.Option(help="Judge requests per minute at most.")] = None,
-    judge_tpm: Annotated[Optional[int], typer.Option(help="Judge tokens per minute at most (estimated).")] = None,
-    judge_timeout: Annotated[float, typer.Option(help="Seconds per judge call.")] = 60.0,
-    judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget: stop judging after this many calls (the rest: skipped, reason budget).")] = None,
-    judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget: stop judging after this many US dollars.")] = None,
-    spot_check_model: Annotated[Optional[str], typer.Option(help="Second judge model for the reliability spot-check.")] = None,
-    spot_check_base_url: Annotated[Optional[str], typer.Option(help="Its base URL (default: the judge's).")] = None,
-    spot_check_share: Annotated[float, typer.Option(help="Share of cases judged again.")] = 0.1,
-    spot_check_min: Annotated[int, typer.Option(help="At least this many cases judged again.")] = 10,
-    runner: Annotated[str, typer.Option(help="Where scoring batches run: thread, or dask[:ADDRESS] (prefect-dask; a 2-worker LocalCluster without ADDRESS).")] = "thread",
-    results: Annotated[Optional[str], typer.Option(help="Prefect's task-result store: a folder or an fsspec URL (default $RAGLAKE_RESULTS or <lake>/_results).")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    run_id: opt.RunId = None,
+    labels: opt.Labels = None,
+    metrics: opt.Metrics = None,
+    require_snippets: opt.RequireSnippets = False,
+    batch_size: opt.BatchSize = 100,
+    embedder: opt.Embedder = None,
+    theta_s: opt.ThetaS = 0.5,
+    theta_h: opt.ThetaH = 0.4,
+    bertscore_layer: opt.BertscoreLayer = None,
+    bertscore_idf: opt.BertscoreIdf = False,
+    judge: opt.Judge = None,
+    judge_base_url: opt.JudgeBaseUrl = None,
+    judge_model: opt.JudgeModel = None,
+    judge_api_key_env: opt.JudgeApiKeyEnv = "OPENAI_API_KEY",
+    judge_concurrency: opt.JudgeConcurrency = 8,
+    judge_rpm: opt.JudgeRpm = None,
+    judge_tpm: opt.JudgeTpm = None,
+    judge_timeout: opt.JudgeTimeout = 60.0,
+    judge_max_calls: opt.JudgeMaxCalls = None,
+    judge_max_cost: opt.JudgeMaxCost = None,
+    spot_check_model: opt.SpotCheckModel = None,
+    spot_check_base_url: opt.SpotCheckBaseUrl = None,
+    spot_check_share: opt.SpotCheckShare = 0.1,
+    spot_check_min: opt.SpotCheckMin = 10,
+    runner: opt.Runner = "thread",
+    results: opt.Results = None,
+    verbose: opt.Verbose = False,
+    quiet: opt.Quiet = False,
 ) -> None:
     """Evaluate targets on a golden set, land the runs in the lake and print how they did."""
     prefect_settings.apply(verbose=verbose)
-
     targets = target or [DEFAULT_TARGET]
     if run_id and len(targets) > 1:
         raise ConfigError("--run-id names one run; give a single --target with it")
-    limits = dict(api_key_env=judge_api_key_env, concurrency=judge_concurrency, requests_per_minute=judge_rpm,
-                  tokens_per_minute=judge_tpm, timeout_s=judge_timeout, max_calls=judge_max_calls,
-                  max_cost_usd=judge_max_cost)
-    spot = {"model": spot_check_model, "base_url": spot_check_base_url, "share": spot_check_share,
-            "minimum": spot_check_min} if spot_check_model else None
-    options = dict(golden=str(golden or SAMPLE_GOLDEN), lake=lake, k=k, labels=str(labels) if labels else None,
-                   metrics=split_option(metrics) or None, require_snippets=require_snippets, batch_size=batch_size,
-                   results=results, embedder=embedder, runner=runner, run_id=run_id, spot_check=spot,
-                   judge=_judge_values(judge, judge_base_url, judge_model, limits),
-                   scoring=dict(theta_s=theta_s, theta_h=theta_h, bertscore_layer=bertscore_layer,
-                                bertscore_idf=bertscore_idf))
-    runs = checked_runs(targets, options)
+    runs = checked_runs(targets, run_options(ctx.params))
     from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
 
     run_ids = flowrun.evaluate_targets(runs, quiet=quiet)
     print_runs(open_lake(lake), run_ids)  # opened after the runs: a lake connection sees the runs committed before it
+
+
+def run_options(p: dict) -> dict:
+    """The RunSettings fields (less the target) that `raglake run`'s options ask for."""
+    limits = dict(
+        api_key_env=p["judge_api_key_env"],
+        concurrency=p["judge_concurrency"],
+        requests_per_minute=p["judge_rpm"],
+        tokens_per_minute=p["judge_tpm"],
+        timeout_s=p["judge_timeout"],
+        max_calls=p["judge_max_calls"],
+        max_cost_usd=p["judge_max_cost"],
+    )
+    spot = dict(
+        model=p["spot_check_model"],
+        base_url=p["spot_check_base_url"],
+        share=p["spot_check_share"],
+        minimum=p["spot_check_min"],
+    )
+    scoring = {name: p[name] for name in ("theta_s", "theta_h", "bertscore_layer", "bertscore_idf")}
+    return dict(
+        golden=str(p["golden"] or SAMPLE_GOLDEN),
+        lake=p["lake"],
+        k=p["k"],
+        labels=str(p["labels"]) if p["labels"] else None,
+        metrics=split_option(p["metrics"]) or None,
+        require_snippets=p["require_snippets"],
+        batch_size=p["batch_size"],
+        results=p["results"],
+        embedder=p["embedder"],
+        runner=p["runner"],
+        run_id=p["run_id"],
+        spot_check=spot if p["spot_check_model"] else None,
+        judge=_judge_values(p["judge"], p["judge_base_url"], p["judge_model"], limits),
+        scoring=scoring,
+    )
 
 
 def _judge_values(judge: str | None, base_url: str | None, model: str | None, limits: dict) -> dict | None:
@@ -136,13 +162,21 @@ def rescore(
     since: Annotated[Optional[str], typer.Option(help="Runs started on or after this date (YYYY-MM-DD).")] = None,
     until: Annotated[Optional[str], typer.Option(help="Runs started on or before this date.")] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Every run in the lake.")] = False,
-    metrics: Annotated[Optional[list[str]], typer.Option("--metrics", "-m", help="Only these metrics (comma-separated).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be recomputed and what judge calls it costs.")] = False,
+    metrics: Annotated[
+        Optional[list[str]], typer.Option("--metrics", "-m", help="Only these metrics (comma-separated).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be recomputed and what judge calls it costs.")
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Recompute every selected metric, changed or not.")] = False,
     embedder: Annotated[Optional[str], typer.Option(help="Embedder (default: the one each run used).")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="Judge for judge metrics (without one they are kept).")] = None,
+    judge_base_url: Annotated[
+        Optional[str], typer.Option(help="Judge for judge metrics (without one they are kept).")
+    ] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="Judge model.")] = None,
-    judge_api_key_env: Annotated[str, typer.Option(help="Environment variable holding the judge's API key.")] = "OPENAI_API_KEY",
+    judge_api_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the judge's API key.")
+    ] = "OPENAI_API_KEY",
     judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget in judge calls.")] = None,
     judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget in US dollars.")] = None,
     lake: LakeOpt = None,
@@ -156,11 +190,19 @@ def rescore(
         end = dt.date.fromisoformat(until) if until else None
     except ValueError as e:
         raise ConfigError(f"--since/--until take YYYY-MM-DD: {e}") from None
-    judge = dict(base_url=judge_base_url or "", model=judge_model or "", api_key_env=judge_api_key_env,
-                 max_calls=judge_max_calls, max_cost_usd=judge_max_cost) if judge_base_url or judge_model else None
+    judge = _rescore_judge(judge_base_url, judge_model, judge_api_key_env, judge_max_calls, judge_max_cost)
     q = open_lake(lake)
-    settings = build(RescoreSettings, run_ids=select_runs(q, runs, start, end, all_runs), metrics=split_option(metrics) or None,
-                     lake=lake, embedder=embedder, judge=judge, runner=runner, force=force, dry_run=dry_run)
+    settings = build(
+        RescoreSettings,
+        run_ids=select_runs(q, runs, start, end, all_runs),
+        metrics=split_option(metrics) or None,
+        lake=lake,
+        embedder=embedder,
+        judge=judge,
+        runner=runner,
+        force=force,
+        dry_run=dry_run,
+    )
     if dry_run:
         print_rescore_plan(q, settings)
         return
@@ -168,8 +210,20 @@ def rescore(
 
     report = flowrun.rescore_runs(settings, quiet=quiet)
     for run_id, r in report["runs"].items():
-        render.console.print(f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), "
-                             f"kept {r['keep']} unchanged")
+        render.console.print(
+            f"{run_id}: recomputed {r['recompute']} metric(s) ({r.get('rows', 0)} rows), kept {r['keep']} unchanged"
+        )
+
+
+def _rescore_judge(
+    base_url: str | None, model: str | None, key_env: str, max_calls: int | None, max_cost: float | None
+) -> dict | None:
+    """The judge a rescore re-judges with, or None: judge metrics are kept."""
+    if not (base_url or model):
+        return None
+    return dict(
+        base_url=base_url or "", model=model or "", api_key_env=key_env, max_calls=max_calls, max_cost_usd=max_cost
+    )
 
 
 def print_rescore_plan(q: LakeQueries, settings: RescoreSettings) -> None:
@@ -178,14 +232,24 @@ def print_rescore_plan(q: LakeQueries, settings: RescoreSettings) -> None:
     selected = select_metrics(settings.metrics)
     for run_id in settings.run_ids or []:
         stored = load_stored_run(q, run_id)
-        key = text_encoder(settings.embedder or stored.run_config.get("embedder_arg"), None).embedder.key \
-            if needs_embedder(selected) else None
-        decisions = settings.decide(plan_rescore(q, [run_id], selected, embedder_key=key,
-                                                 judge_model=judge_config.model if judge_config else None))
+        key = (
+            text_encoder(settings.embedder or stored.run_config.get("embedder_arg"), None).embedder.key
+            if needs_embedder(selected)
+            else None
+        )
+        decisions = settings.decide(
+            plan_rescore(
+                q, [run_id], selected, embedder_key=key, judge_model=judge_config.model if judge_config else None
+            )
+        )
         todo = [get_metric(d.metric) for d in decisions if d.compute]
-        render.console.print(render.rows_table([d.__dict__ for d in decisions if d.compute] or
-                                               [{"run_id": run_id, "metric": "(none)", "compute": False, "reason": "all unchanged"}],
-                                               f"run {run_id}: {len(todo)} to recompute, {len(decisions) - len(todo)} kept"))
+        render.console.print(
+            render.rows_table(
+                [d.__dict__ for d in decisions if d.compute]
+                or [{"run_id": run_id, "metric": "(none)", "compute": False, "reason": "all unchanged"}],
+                f"run {run_id}: {len(todo)} to recompute, {len(decisions) - len(todo)} kept",
+            )
+        )
         calls = estimate_judge_calls(stored, todo, judge_config, q.lake.url)
         render.console.print(f"judge calls: about {calls['calls']} ({calls['in_ledger']} already in the ledger, free)")
 
@@ -194,7 +258,12 @@ def print_rescore_plan(q: LakeQueries, settings: RescoreSettings) -> None:
 def gate(
     candidate: Annotated[str, typer.Option("--candidate", help="The run under test (id, prefix or latest~N).")],
     rules: Annotated[Path, typer.Option("--rules", help="Gate rules (YAML): which metrics, slices and allowed drops.")],
-    baseline: Annotated[str, typer.Option("--baseline", help="Baseline run, or 'latest': the previous run of the candidate's target and golden set.")] = "latest",
+    baseline: Annotated[
+        str,
+        typer.Option(
+            "--baseline", help="Baseline run, or 'latest': the previous run of the candidate's target and golden set."
+        ),
+    ] = "latest",
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
     lake: LakeOpt = None,
 ) -> None:
@@ -212,8 +281,24 @@ def gate(
     checked, failing = evaluate_gate(q, base, cand, gate_rules, n_boot=n_boot)
     title = f"gate: {q.target_name(cand)} {cand} against {base}: {len(checked)} checks, {len(failing)} failing"
     if failing:
-        shown = [{k: r[k] for k in ("metric", "dimension", "slice", "n_pairs", "mean_a", "mean_b", "drop", "max_drop",
-                                    "ci_low", "ci_high")} for r in failing]
+        shown = [
+            {
+                k: r[k]
+                for k in (
+                    "metric",
+                    "dimension",
+                    "slice",
+                    "n_pairs",
+                    "mean_a",
+                    "mean_b",
+                    "drop",
+                    "max_drop",
+                    "ci_low",
+                    "ci_high",
+                )
+            }
+            for r in failing
+        ]
         render.console.print(render.rows_table(shown, title, 500))
         raise typer.Exit(code=1)
     render.console.print(f"{title}: pass")

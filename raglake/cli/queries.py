@@ -28,12 +28,22 @@ def runs(lake: LakeOpt = None, limit: Annotated[int, typer.Option(help="How many
 
 @app.command()
 def breakdown(
-    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help=(
-        "Run id, prefix, 'latest' or 'latest~N'; repeatable. "
-        "Default: latest (with --by target: the latest run of every target)."))] = None,
+    run: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--run",
+            "-r",
+            help=(
+                "Run id, prefix, 'latest' or 'latest~N'; repeatable. "
+                "Default: latest (with --by target: the latest run of every target)."
+            ),
+        ),
+    ] = None,
     by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "category",
-    metrics: Annotated[Optional[list[str]], typer.Option(
-        "--metrics", "-m", help="Metrics to show (default: the registry's headline metrics).")] = None,
+    metrics: Annotated[
+        Optional[list[str]],
+        typer.Option("--metrics", "-m", help="Metrics to show (default: the registry's headline metrics)."),
+    ] = None,
     long: Annotated[bool, typer.Option("--long", help="One row per slice × metric, with status counts.")] = False,
     lake: LakeOpt = None,
 ) -> None:
@@ -56,8 +66,9 @@ def breakdown(
 def compare(
     run_a: Annotated[str, typer.Argument(help="Baseline run (id, prefix or latest~N).")],
     run_b: Annotated[str, typer.Argument(help="Candidate run.")],
-    by: Annotated[str, typer.Option(
-        help=f"Slice dimension to show: {', '.join(COMPARE_DIMENSIONS)} or 'any'.")] = "all",
+    by: Annotated[
+        str, typer.Option(help=f"Slice dimension to show: {', '.join(COMPARE_DIMENSIONS)} or 'any'.")
+    ] = "all",
     changes: Annotated[bool, typer.Option("--changes", help="Only rows where the CI excludes zero.")] = False,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -73,8 +84,9 @@ def compare(
 
 @app.command()
 def health(
-    run: Annotated[Optional[list[str]], typer.Option(
-        "--run", "-r", help="Run id, prefix or latest~N; repeatable.")] = None,
+    run: Annotated[
+        Optional[list[str]], typer.Option("--run", "-r", help="Run id, prefix or latest~N; repeatable.")
+    ] = None,
     by: Annotated[str, typer.Option(help=f"One of {', '.join(DIMENSIONS)}.")] = "all",
     lake: LakeOpt = None,
 ) -> None:
@@ -99,8 +111,11 @@ def coverage(
         return
     title = f"index coverage · run {run_id} · index_version {rows[0]['index_version']}"
     render.console.print(render.coverage_table(rows, title))
-    figures = [f for f in q.figures([run_id])
-               if f["metric"] in ("no_chunks_rate", "chunks_skipped_rate", "coverage_by_doc_type")]
+    figures = [
+        f
+        for f in q.figures([run_id])
+        if f["metric"] in ("no_chunks_rate", "chunks_skipped_rate", "coverage_by_doc_type")
+    ]
     if figures:
         render.console.print(render.figures_table(figures, "coverage figures"))
 
@@ -119,9 +134,15 @@ def trend(
 
 @app.command()
 def sql(
-    query: Annotated[str, typer.Argument(help=(
-        "A SELECT over the lake views (runs, cases, chunks, scores, scores_latest, labels, coverage, "
-        "run_metrics, case_slices, metrics)."))],
+    query: Annotated[
+        str,
+        typer.Argument(
+            help=(
+                "A SELECT over the lake views (runs, cases, chunks, scores, scores_latest, labels, coverage, "
+                "run_metrics, case_slices, metrics)."
+            )
+        ),
+    ],
     lake: LakeOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
 ) -> None:

@@ -35,7 +35,11 @@ def arrow_table(table: pa.Table, title: str | None = None, max_rows: int = 200) 
 
 
 def rows_table(rows: Sequence[dict[str, Any]], title: str | None = None, max_rows: int = 200) -> Table:
-    return arrow_table(pa.Table.from_pylist(list(rows)) if rows else pa.table({"(no rows)": pa.array([], pa.string())}), title, max_rows)
+    return arrow_table(
+        pa.Table.from_pylist(list(rows)) if rows else pa.table({"(no rows)": pa.array([], pa.string())}),
+        title,
+        max_rows,
+    )
 
 
 def _status_note(row: dict[str, Any]) -> str:
@@ -50,7 +54,13 @@ def _status_note(row: dict[str, Any]) -> str:
 def summary_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     """One run, slice `all`: metric | family | n | mean | other statuses."""
     out = Table(title=title)
-    for col, justify in (("metric", "left"), ("family", "left"), ("n", "right"), ("mean", "right"), ("not scored", "left")):
+    for col, justify in (
+        ("metric", "left"),
+        ("family", "left"),
+        ("n", "right"),
+        ("mean", "right"),
+        ("not scored", "left"),
+    ):
         out.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in rows:
         out.add_row(r["metric"], r["family"] or "", str(r["n"]), fmt(r["mean"]), _status_note(r))
@@ -100,8 +110,16 @@ def comparison_table(rows: Sequence[dict[str, Any]], name_a: str, name_b: str, t
     for r in rows:
         arrow = "" if r["higher_is_better"] is None else ("↑" if r["higher_is_better"] else "↓")
         ci = f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else "–"
-        out.add_row(f"{r['metric']} {arrow}", slice_label(r["dimension"], r["slice"]),
-                    str(r["n_pairs"]), fmt(r["mean_a"]), fmt(r["mean_b"]), fmt(r["diff"]), ci, verdict(r))
+        out.add_row(
+            f"{r['metric']} {arrow}",
+            slice_label(r["dimension"], r["slice"]),
+            str(r["n_pairs"]),
+            fmt(r["mean_a"]),
+            fmt(r["mean_b"]),
+            fmt(r["diff"]),
+            ci,
+            verdict(r),
+        )
     return out
 
 

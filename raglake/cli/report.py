@@ -17,8 +17,12 @@ from raglake.report.html import check_output
 @app.command()
 def report(
     run: Annotated[str, typer.Argument(help="Run id, prefix, 'latest' or 'latest~N'.")],
-    against: Annotated[str | None, typer.Option("--against", help="Baseline run to compare with (id, prefix or latest~N).")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="HTML file to write (default: report-<run id>.html).")] = None,
+    against: Annotated[
+        str | None, typer.Option("--against", help="Baseline run to compare with (id, prefix or latest~N).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="HTML file to write (default: report-<run id>.html).")
+    ] = None,
     worst: Annotated[int, typer.Option("--worst", help="Worst cases listed per headline metric (0: none).")] = 10,
     lake: LakeOpt = None,
 ) -> None:

@@ -23,8 +23,16 @@ from raglake.targets.builtin import BuiltinTarget
 
 @app.command("import")
 def import_cmd(
-    source: Annotated[Path, typer.Argument(help="A seed-003 (question/reference_answer/answer/contexts) or RAGAS-style (user_input/retrieved_contexts/response/reference) file.")],
-    out_dir: Annotated[Path, typer.Option(help="Where to write <name>.golden.jsonl and <name>.captures.jsonl.")] = Path("."),
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A file of question/reference_answer/answer/contexts records, or RAGAS-style "
+            "(user_input/retrieved_contexts/response/reference)."
+        ),
+    ],
+    out_dir: Annotated[Path, typer.Option(help="Where to write <name>.golden.jsonl and <name>.captures.jsonl.")] = Path(
+        "."
+    ),
 ) -> None:
     """Convert another tool's evaluation file into a raglake golden set plus replay captures."""
     golden = load_golden(source)
@@ -35,8 +43,10 @@ def import_cmd(
     golden_path, captures_path = out_dir / f"{source.stem}.golden.jsonl", out_dir / f"{source.stem}.captures.jsonl"
     golden_path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in golden.cases))
     captures_path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for _, c in captures))
-    render.console.print(f"{len(golden.cases)} cases → {golden_path}\n{len(captures)} captures → {captures_path}\n"
-                         f"evaluate with: raglake run --golden {golden_path} --target replay:{captures_path}")
+    render.console.print(
+        f"{len(golden.cases)} cases → {golden_path}\n{len(captures)} captures → {captures_path}\n"
+        f"evaluate with: raglake run --golden {golden_path} --target replay:{captures_path}"
+    )
 
 
 @app.command("serve-demo")
@@ -64,14 +74,18 @@ def serve_demo(
         raise ConfigError(str(e)) from None
     target = BuiltinTarget(corpus, Lake(lake).url, embedder)
     manifest = target.manifest()  # index before serving: the first request is not the slow one
-    render.console.print(f"demo RAG over {corpus} ({manifest.chunks_embedded} chunks, index {manifest.index_version}) "
-                         f"on http://{host}:{port}/debug/query — evaluate it with: "
-                         f"raglake run --target http:data/targets/demo.yaml")
+    render.console.print(
+        f"demo RAG over {corpus} ({manifest.chunks_embedded} chunks, index {manifest.index_version}) "
+        f"on http://{host}:{port}/debug/query — evaluate it with: "
+        f"raglake run --target http:data/targets/demo.yaml"
+    )
     uvicorn.run(create_app(target, faults), host=host, port=port, log_level="warning")
 
 
 @app.command("metrics")
-def metrics_cmd(markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False) -> None:
+def metrics_cmd(
+    markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False,
+) -> None:
     """List the metric registry."""
     if markdown:
         print(metrics_markdown())

@@ -44,8 +44,12 @@ class Faults:
 
     def fault_for(self, question: str) -> str | None:
         u, edge = self.draw(question), 0.0
-        for name, share in (("error", self.error_rate), ("timeout", self.timeout_rate),
-                            ("empty", self.empty_rate), ("malformed", self.malformed_rate)):
+        for name, share in (
+            ("error", self.error_rate),
+            ("timeout", self.timeout_rate),
+            ("empty", self.empty_rate),
+            ("malformed", self.malformed_rate),
+        ):
             edge += share
             if u < edge:
                 return name
@@ -65,13 +69,30 @@ def debug_response(capture: Any) -> dict[str, Any]:
     return {
         "answer": capture.answer,
         "abstained": capture.abstained,
-        "references": [{"rel_path": r.rel_path, "heading_path": " > ".join(r.heading_path)} for r in capture.references],
-        "chunks": [{"rank": c.rank, "rel_path": c.rel_path, "heading_path": " > ".join(c.heading_path),
-                    "text": c.text, "score": c.score} for c in capture.retrieved],
-        "debug": {"folder_mode": capture.folder_mode, "selected_folders": capture.selected_folders,
-                  "method": capture.method},
-        "timings": {"folder_selection_ms": lat.folder_selection, "retrieval_ms": lat.retrieval,
-                    "generation_ms": lat.generation, "total_ms": lat.total},
+        "references": [
+            {"rel_path": r.rel_path, "heading_path": " > ".join(r.heading_path)} for r in capture.references
+        ],
+        "chunks": [
+            {
+                "rank": c.rank,
+                "rel_path": c.rel_path,
+                "heading_path": " > ".join(c.heading_path),
+                "text": c.text,
+                "score": c.score,
+            }
+            for c in capture.retrieved
+        ],
+        "debug": {
+            "folder_mode": capture.folder_mode,
+            "selected_folders": capture.selected_folders,
+            "method": capture.method,
+        },
+        "timings": {
+            "folder_selection_ms": lat.folder_selection,
+            "retrieval_ms": lat.retrieval,
+            "generation_ms": lat.generation,
+            "total_ms": lat.total,
+        },
     }
 
 

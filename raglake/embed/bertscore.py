@@ -70,7 +70,9 @@ class BertScorer:
         rows are special tokens."""
         import torch
 
-        windows = [(n, list(seq[i : i + self.window])) for n, seq in enumerate(ids) for i in range(0, len(seq), self.window)]
+        windows = [
+            (n, list(seq[i : i + self.window])) for n, seq in enumerate(ids) for i in range(0, len(seq), self.window)
+        ]
         order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
         pieces: dict[int, np.ndarray] = {}
         cls, sep, pad = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id, self.tokenizer.pad_token_id or 0
@@ -95,11 +97,14 @@ class BertScorer:
         for w, (n, tokens) in enumerate(windows):
             out_per_text[n].append(pieces[w])
             specials[n].append(np.array([True] + [False] * len(tokens) + [True]))
-        return [(np.concatenate(parts), np.concatenate(flags)) if parts else (np.zeros((0, dim)), np.zeros(0, bool))
-                for parts, flags in zip(out_per_text, specials)]
+        return [
+            (np.concatenate(parts), np.concatenate(flags)) if parts else (np.zeros((0, dim)), np.zeros(0, bool))
+            for parts, flags in zip(out_per_text, specials)
+        ]
 
-    def score(self, candidates: Sequence[str], references: Sequence[str],
-              idf: dict[int, float] | None = None) -> list[BertScore | None]:
+    def score(
+        self, candidates: Sequence[str], references: Sequence[str], idf: dict[int, float] | None = None
+    ) -> list[BertScore | None]:
         """BERTScore of each (candidate, reference) pair; None where either side has no tokens."""
         texts = list(dict.fromkeys([*candidates, *references]))
         ids = self.token_ids(texts)
@@ -111,8 +116,14 @@ class BertScorer:
                 out.append(None)
                 continue
             (c_vecs, c_special), (r_vecs, r_special) = embedded[cand], embedded[ref]
-            out.append(greedy_match(c_vecs, r_vecs, self._weights(token_ids[cand], c_special, idf),
-                                    self._weights(token_ids[ref], r_special, idf)))
+            out.append(
+                greedy_match(
+                    c_vecs,
+                    r_vecs,
+                    self._weights(token_ids[cand], c_special, idf),
+                    self._weights(token_ids[ref], r_special, idf),
+                )
+            )
         return out
 
     def _weights(self, ids: Sequence[int], special: np.ndarray, idf: dict[int, float] | None) -> np.ndarray:

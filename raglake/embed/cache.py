@@ -98,7 +98,7 @@ class TextEncoder:
             return vectors
         parts = []
         for start in range(0, len(texts), _PROGRESS_SLICE):
-            parts.append(self.embedder.encode(texts[start:start + _PROGRESS_SLICE]))
+            parts.append(self.embedder.encode(texts[start : start + _PROGRESS_SLICE]))
             progress.advance("encoding", len(parts[-1]))
         return np.concatenate(parts)
 

@@ -39,15 +39,20 @@ def resolve_embedder_path(name_or_path: str | None) -> tuple[str, Path]:
             f"Give the path of a sentence-transformers model folder, or {DEFAULT_EMBEDDER!r} (the packaged default)."
         )
     if not (path / "modules.json").exists() and not (path / "config.json").exists():
-        raise ConfigError(f"embedder folder {path} holds no sentence-transformers model (no modules.json or config.json)")
+        raise ConfigError(
+            f"embedder folder {path} holds no sentence-transformers model (no modules.json or config.json)"
+        )
     return path.resolve().name, path.resolve()
 
 
 def weights_hash(folder: Path) -> str:
     """sha256 over the model's weight and config files (names and bytes), first 16 hex digits."""
     h = hashlib.sha256()
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".safetensors", ".bin", ".json", ".txt")
-                   and p.name != "README.md")
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and p.suffix in (".safetensors", ".bin", ".json", ".txt") and p.name != "README.md"
+    )
     for p in files:
         h.update(str(p.relative_to(folder)).encode())
         with p.open("rb") as f:
@@ -105,6 +110,11 @@ class Embedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
+        vectors = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(vectors, dtype=np.float32)

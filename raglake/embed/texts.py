@@ -68,5 +68,8 @@ class VectorTable:
     def subset(self, texts: Iterable[str]) -> VectorTable:
         """Only the rows these texts need (what one scoring batch carries)."""
         keys = list(dict.fromkeys(text_key(t) for t in texts))
-        return VectorTable(self.embedder_key, {k: i for i, k in enumerate(keys)},
-                           self.matrix[[self.rows[k] for k in keys]] if keys else self.matrix[:0])
+        return VectorTable(
+            self.embedder_key,
+            {k: i for i, k in enumerate(keys)},
+            self.matrix[[self.rows[k] for k in keys]] if keys else self.matrix[:0],
+        )

@@ -20,7 +20,8 @@ class Budget:
     def exhausted(self) -> bool:
         with self._lock:
             return (self.max_calls is not None and self.calls >= self.max_calls) or (
-                self.max_cost is not None and self.cost >= self.max_cost)
+                self.max_cost is not None and self.cost >= self.max_cost
+            )
 
     def admit(self) -> bool:
         """Admit one more logical call (counting its first request) unless the budget is spent.
@@ -29,7 +30,8 @@ class Budget:
         waited for a slot cannot slip past a budget that ran out meanwhile."""
         with self._lock:
             if (self.max_calls is not None and self.calls >= self.max_calls) or (
-                    self.max_cost is not None and self.cost >= self.max_cost):
+                self.max_cost is not None and self.cost >= self.max_cost
+            ):
                 return False
             self.calls += 1
             return True

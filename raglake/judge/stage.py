@@ -50,8 +50,9 @@ async def _run_steps(judge: Judge, work: Work, stage: str = "judge") -> list[Ste
             outcome = await run_step(judge, step, view)
         except Exception as e:  # noqa: BLE001 - one step's surprise is its case's judge_error, never the stage's
             ids, versions = prompt_refs([step])
-            outcome = StepOutcome("judge_error", reason=f"judge_error: {unexpected_error(e)}", prompt_id=ids,
-                                  prompt_version=versions)
+            outcome = StepOutcome(
+                "judge_error", reason=f"judge_error: {unexpected_error(e)}", prompt_id=ids, prompt_version=versions
+            )
         progress.advance(stage)
         return outcome
 
@@ -83,8 +84,11 @@ def judge_batch(
         for (case_id, step, _), o in zip(work, outcomes):
             batch.outcomes.setdefault(case_id, {})[step.name] = o
         if spot_check is not None:
-            again = [(cid, step, view) for cid, step, view in work if cid in spot_ids and step.spot_check is not None
-                     and batch.outcomes[cid][step.name].status == "ok"]
+            again = [
+                (cid, step, view)
+                for cid, step, view in work
+                if cid in spot_ids and step.spot_check is not None and batch.outcomes[cid][step.name].status == "ok"
+            ]
             second = JudgeGateway(spot_check, ledger, budget)
             for (cid, step, _), o in zip(again, await _run_steps(Judge(second, encoder), again, "spot-check")):
                 if o.status == "ok":

@@ -15,19 +15,37 @@ from raglake.metrics.steps import CaseView, JudgeStep, StepOutcome
 
 
 def _failed(result: JudgeResult) -> StepOutcome:
-    return StepOutcome(result.status, reason=result.reason, model=result.model, prompt_id=result.prompt_id,
-                       prompt_version=result.prompt_version, call_key=result.call_key)
+    return StepOutcome(
+        result.status,
+        reason=result.reason,
+        model=result.model,
+        prompt_id=result.prompt_id,
+        prompt_version=result.prompt_version,
+        call_key=result.call_key,
+    )
 
 
 def _done(result: JudgeResult, data: dict[str, Any]) -> StepOutcome:
-    return StepOutcome("ok", data, model=result.model, prompt_id=result.prompt_id,
-                       prompt_version=result.prompt_version, call_key=result.call_key)
+    return StepOutcome(
+        "ok",
+        data,
+        model=result.model,
+        prompt_id=result.prompt_id,
+        prompt_version=result.prompt_version,
+        call_key=result.call_key,
+    )
 
 
 def _parse_error(result: JudgeResult, why: str) -> StepOutcome:
     """The judge answered, but not about what it was asked (claims, statements or chunks that do not match)."""
-    return StepOutcome("parse_error", reason=f"parse_error: {why}", model=result.model, prompt_id=result.prompt_id,
-                       prompt_version=result.prompt_version, call_key=result.call_key)
+    return StepOutcome(
+        "parse_error",
+        reason=f"parse_error: {why}",
+        model=result.model,
+        prompt_id=result.prompt_id,
+        prompt_version=result.prompt_version,
+        call_key=result.call_key,
+    )
 
 
 class Judge:
@@ -79,8 +97,9 @@ async def _context_recall(j: Judge, c: CaseView) -> StepOutcome:
     marks = {a["statement"]: a["attributed"] for a in attributed.output["attributions"]}
     if set(marks) != set(range(1, len(statements) + 1)):
         return _parse_error(attributed, f"{len(statements)} statements but attributions for {sorted(marks)}")
-    return _done(attributed, {"statements": statements,
-                              "attributed": [marks[i] for i in range(1, len(statements) + 1)]})
+    return _done(
+        attributed, {"statements": statements, "attributed": [marks[i] for i in range(1, len(statements) + 1)]}
+    )
 
 
 async def _per_chunk(j: Judge, c: CaseView, prompt_id: str, key: str, **values: Any) -> StepOutcome:

@@ -36,15 +36,23 @@ def clear_uncommitted(lake: Lake, run_id: str) -> list[str]:
 def _check(run_id: str, tables: Mapping[str, pa.Table], runs_row: pa.Table) -> None:
     wrong = sorted(set(tables) - set(RUN_TABLES))
     if wrong:
-        raise LakeError(f"a run lands only its run-partitioned tables ({', '.join(RUN_TABLES)}), "
-                        f"not {', '.join(wrong)}")
+        raise LakeError(
+            f"a run lands only its run-partitioned tables ({', '.join(RUN_TABLES)}), not {', '.join(wrong)}"
+        )
     ids = runs_row.column("run_id").to_pylist() if "run_id" in runs_row.column_names else []
     if ids != [run_id]:
         raise LakeError(f"the runs row of run {run_id} must be one row with that run_id, got {ids}")
 
 
-def land_run(lake: Lake, run_id: str, run_date: dt.date, tables: Mapping[str, pa.Table], runs_row: pa.Table,
-             *, stems: Mapping[str, str] | None = None) -> None:
+def land_run(
+    lake: Lake,
+    run_id: str,
+    run_date: dt.date,
+    tables: Mapping[str, pa.Table],
+    runs_row: pa.Table,
+    *,
+    stems: Mapping[str, str] | None = None,
+) -> None:
     """Clear what earlier attempts of the run left, write its `tables` (table name -> rows of that
     table's schema; one file each, named `stems[name]` or the run id), then the `runs_row`. A second
     process landing the same run at the same time makes this one fail with nothing committed."""
@@ -54,6 +62,8 @@ def land_run(lake: Lake, run_id: str, run_date: dt.date, tables: Mapping[str, pa
     written = {lake.write(name, run_id, table, stems.get(name, run_id)) for name, table in tables.items()}
     found = {f for name in RUN_TABLES for f in lake.partition_files(name, run_id)}
     if found != written or is_committed(lake, run_id):
-        raise LakeError(f"another process is landing run {run_id} in {lake.url} at the same time; "
-                        "nothing was committed: run it again with another --run-id")
+        raise LakeError(
+            f"another process is landing run {run_id} in {lake.url} at the same time; "
+            "nothing was committed: run it again with another --run-id"
+        )
     lake.write("runs", run_date.isoformat(), runs_row, run_id)

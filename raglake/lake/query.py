@@ -146,8 +146,10 @@ def check_read_only(text: str) -> None:
     for i, kind in enumerate(kinds, 1):
         if kind not in READ_ONLY:
             where = f" (statement {i} of {len(kinds)})" if len(kinds) > 1 else ""
-            raise ConfigError(f"refused a {kind.name} statement{where}: the lake is read-only to queries; "
-                              f"`raglake sql` runs SELECT, WITH, DESCRIBE, SHOW and EXPLAIN over the lake views")
+            raise ConfigError(
+                f"refused a {kind.name} statement{where}: the lake is read-only to queries; "
+                f"`raglake sql` runs SELECT, WITH, DESCRIBE, SHOW and EXPLAIN over the lake views"
+            )
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, text: str) -> pa.Table:

@@ -37,8 +37,9 @@ class Lake:
             raise LakeError(f"partition value {value!r} of table {spec.name} has characters a path cannot hold")
         return f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}={value}"
 
-    def write(self, table: str, partition_value: str, data: pa.Table, stem: str, *,
-              replace_uncommitted: bool = False) -> str:
+    def write(
+        self, table: str, partition_value: str, data: pa.Table, stem: str, *, replace_uncommitted: bool = False
+    ) -> str:
         """Write one new file atomically (temp name, then rename).
 
         An existing file is never replaced (on a local lake the rename itself refuses, so two writers

@@ -18,18 +18,37 @@ def _abstained(ctx: CaseContext) -> tuple[bool, str]:
     return rules.abstained(ctx.capture)
 
 
-@register("abstention_accuracy", family="abstention", scale="binary", higher_is_better=True, seed="001", version="2",
-          applies_to="unanswerable", inputs=("abstained", "answer"),
-          steps=(ABSTENTION,), headline=True, worst_cases=True)
+@register(
+    "abstention_accuracy",
+    family="abstention",
+    scale="binary",
+    higher_is_better=True,
+    seed="001",
+    version="2",
+    applies_to="unanswerable",
+    inputs=("abstained", "answer"),
+    steps=(ABSTENTION,),
+    headline=True,
+    worst_cases=True,
+)
 def abstention_accuracy(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 if the target abstained, else 0."""
     did, how = _abstained(ctx)
     return Score.ok(float(did), source=how)
 
 
-@register("hallucination_rate_unanswerable", family="abstention", scale="binary", higher_is_better=False,
-          seed="001", version="2", applies_to="unanswerable", inputs=("abstained", "answer"),
-          steps=(ABSTENTION,), headline=True)
+@register(
+    "hallucination_rate_unanswerable",
+    family="abstention",
+    scale="binary",
+    higher_is_better=False,
+    seed="001",
+    version="2",
+    applies_to="unanswerable",
+    inputs=("abstained", "answer"),
+    steps=(ABSTENTION,),
+    headline=True,
+)
 def hallucination_rate_unanswerable(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 − abstention_accuracy (it answered anyway)."""
     did, how = _abstained(ctx)

@@ -24,10 +24,23 @@ class ScoringConfig:
     bertscore_layer: int | None = None  # hidden layer for BERTScore (None: the model's last)
     bertscore_idf: bool = False  # weight BERTScore tokens by idf over the run's references
     # composite weights (run configuration; the defaults are the seeds')
-    wp_weights: dict[str, float] = field(default_factory=lambda: {
-        "correctness": 0.4, "faithfulness": 0.2, "precision": 0.2, "recall": 0.2, "relevance": 0.0})
-    ragas_weights: dict[str, float] = field(default_factory=lambda: {
-        "faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3})
+    wp_weights: dict[str, float] = field(
+        default_factory=lambda: {
+            "correctness": 0.4,
+            "faithfulness": 0.2,
+            "precision": 0.2,
+            "recall": 0.2,
+            "relevance": 0.0,
+        }
+    )
+    ragas_weights: dict[str, float] = field(
+        default_factory=lambda: {
+            "faithfulness": 0.3,
+            "context_precision": 0.2,
+            "context_recall": 0.2,
+            "answer_relevance": 0.3,
+        }
+    )
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -88,8 +101,15 @@ class CaseContext:
         found = []
         for i in self._supports_by_path.get(rel_path, ()):
             s = self.case.gold_supports[i]
-            if anchor_matches(rel_path, segments, s.rel_path, s.heading_path, chunk_text=text, snippets=s.snippets,
-                              require_snippets=self.config.require_snippets and text is not None):
+            if anchor_matches(
+                rel_path,
+                segments,
+                s.rel_path,
+                s.heading_path,
+                chunk_text=text,
+                snippets=s.snippets,
+                require_snippets=self.config.require_snippets and text is not None,
+            ):
                 found.append(i)
         return frozenset(found)
 
@@ -116,7 +136,9 @@ class CaseContext:
         labels = self.case.labels.chunks if self.case.labels else []
         out: list[ChunkLabel | None] = []
         for c in self.top:
-            found = [lab for lab in labels if anchor_matches(c.rel_path, c.heading_path, lab.rel_path, lab.heading_path)]
+            found = [
+                lab for lab in labels if anchor_matches(c.rel_path, c.heading_path, lab.rel_path, lab.heading_path)
+            ]
             out.append(max(found, key=lambda lab: len(lab.heading_path)) if found else None)
         return out
 

@@ -15,8 +15,10 @@ _EMB = dict(family="embedding", seed="003")
 
 def _table(ctx: CaseContext):  # noqa: ANN202 - raglake.embed.texts.VectorTable
     if ctx.embeddings is None or ctx.embeddings.vectors is None:
-        raise RaglakeError("embedding metrics need the run's vector table: score through raglake.pipeline.scoring.score_batch "
-                           "with an encoder (raglake.embed.encoders)")
+        raise RaglakeError(
+            "embedding metrics need the run's vector table: score through raglake.pipeline.scoring.score_batch "
+            "with an encoder (raglake.embed.encoders)"
+        )
     return ctx.embeddings.vectors
 
 
@@ -33,8 +35,14 @@ def _question_chunk_cosines(ctx: CaseContext) -> np.ndarray:
     return table.many(_chunk_texts(ctx)) @ table.vec(ctx.case.question)
 
 
-@register("context_relevance", scale="cosine", higher_is_better=True, inputs=("question", "retrieved", "vectors"),
-          headline=True, **_EMB)
+@register(
+    "context_relevance",
+    scale="cosine",
+    higher_is_better=True,
+    inputs=("question", "retrieved", "vectors"),
+    headline=True,
+    **_EMB,
+)
 def context_relevance(ctx: CaseContext) -> Score:
     """Mean cos(question, chunk) over the top-K chunks retrieved."""
     if not _chunk_texts(ctx):
@@ -42,8 +50,15 @@ def context_relevance(ctx: CaseContext) -> Score:
     return _ok(ctx, _question_chunk_cosines(ctx).mean())
 
 
-@register("context_sufficiency", scale="0-1", higher_is_better=True, inputs=("question", "retrieved", "vectors"),
-          headline=True, worst_cases=True, **_EMB)
+@register(
+    "context_sufficiency",
+    scale="0-1",
+    higher_is_better=True,
+    inputs=("question", "retrieved", "vectors"),
+    headline=True,
+    worst_cases=True,
+    **_EMB,
+)
 def context_sufficiency(ctx: CaseContext) -> Score:
     """Share of the top K with cos(question, chunk) ≥ θs (default 0.5); missing ranks count as below."""
     if not _chunk_texts(ctx):
@@ -51,8 +66,14 @@ def context_sufficiency(ctx: CaseContext) -> Score:
     return _ok(ctx, (_question_chunk_cosines(ctx) >= ctx.config.theta_s).sum() / ctx.k)
 
 
-@register("answer_relevance_emb", scale="cosine", higher_is_better=True, inputs=("question", "answer", "vectors"),
-          headline=True, **_EMB)
+@register(
+    "answer_relevance_emb",
+    scale="cosine",
+    higher_is_better=True,
+    inputs=("question", "answer", "vectors"),
+    headline=True,
+    **_EMB,
+)
 def answer_relevance_emb(ctx: CaseContext) -> Score:
     """cos(question, answer): does the answer address the question (undefined on an abstention)."""
     if not ctx.capture.answer.strip():
@@ -72,24 +93,43 @@ def _answer_reference(ctx: CaseContext) -> float | Score:
     return float(table.vec(ctx.capture.answer) @ table.vec(ctx.case.reference_answer))
 
 
-@register("answer_correctness_emb", scale="cosine", higher_is_better=True,
-          inputs=("answer", "reference_answer", "vectors"), headline=True, worst_cases=True, **_EMB)
+@register(
+    "answer_correctness_emb",
+    scale="cosine",
+    higher_is_better=True,
+    inputs=("answer", "reference_answer", "vectors"),
+    headline=True,
+    worst_cases=True,
+    **_EMB,
+)
 def answer_correctness_emb(ctx: CaseContext) -> Score:
     """cos(answer, reference answer)."""
     cos = _answer_reference(ctx)
     return cos if isinstance(cos, Score) else _ok(ctx, cos)
 
 
-@register("semantic_similarity", family="embedding", seed="004", scale="0-1", higher_is_better=True,
-          inputs=("answer", "reference_answer", "vectors"))
+@register(
+    "semantic_similarity",
+    family="embedding",
+    seed="004",
+    scale="0-1",
+    higher_is_better=True,
+    inputs=("answer", "reference_answer", "vectors"),
+)
 def semantic_similarity(ctx: CaseContext) -> Score:
     """max(0, cos(answer, reference answer)); the 0-100 view is this × 100, rounded to 2 places."""
     cos = _answer_reference(ctx)
     return cos if isinstance(cos, Score) else _ok(ctx, max(0.0, cos))
 
 
-@register("answer_hallucination", scale="0-1", higher_is_better=False, inputs=("answer", "retrieved", "vectors"),
-          headline=True, **_EMB)
+@register(
+    "answer_hallucination",
+    scale="0-1",
+    higher_is_better=False,
+    inputs=("answer", "retrieved", "vectors"),
+    headline=True,
+    **_EMB,
+)
 def answer_hallucination(ctx: CaseContext) -> Score:
     """Share of answer sentences whose best cos to any top-K chunk is < θh (default 0.4)."""
     if not ctx.capture.answer.strip():
@@ -111,15 +151,22 @@ def _bert(ctx: CaseContext, part: str) -> Score:
     if not (ctx.case.reference_answer or "").strip():
         return Score.undefined("no_reference")
     if ctx.embeddings is None or ctx.embeddings.bert_id is None:
-        raise RaglakeError("BERTScore needs the batch's token embeddings: score through raglake.pipeline.scoring.score_batch")
+        raise RaglakeError(
+            "BERTScore needs the batch's token embeddings: score through raglake.pipeline.scoring.score_batch"
+        )
     result = ctx.embeddings.bert.get(ctx.case.id)
     if result is None:
         return Score.undefined("no_tokens")
     return Score.ok(min(1.0, getattr(result, part)), model=ctx.embeddings.bert_id)
 
 
-_BERT = dict(family="embedding", seed="004", scale="cosine", higher_is_better=True,
-             inputs=("answer", "reference_answer", "token_embeddings"))
+_BERT = dict(
+    family="embedding",
+    seed="004",
+    scale="cosine",
+    higher_is_better=True,
+    inputs=("answer", "reference_answer", "token_embeddings"),
+)
 
 
 @register("bert_score_f1", headline=True, **_BERT)

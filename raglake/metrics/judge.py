@@ -55,10 +55,25 @@ def mean_cosine(o: StepOutcome) -> float:
     return float(np.mean(o.data["cosines"])) if o.data and o.data.get("cosines") else float("nan")
 
 
-def _judge(name: str, steps: Sequence[JudgeStep], scale: str, seed: str, better: bool | None = True,
-           inputs: tuple[str, ...] = (), **shown: bool):
-    return register(name, family="judge", scale=scale, higher_is_better=better, seed=seed, inputs=inputs,
-                    steps=tuple(steps), **shown)
+def _judge(
+    name: str,
+    steps: Sequence[JudgeStep],
+    scale: str,
+    seed: str,
+    better: bool | None = True,
+    inputs: tuple[str, ...] = (),
+    **shown: bool,
+):
+    return register(
+        name,
+        family="judge",
+        scale=scale,
+        higher_is_better=better,
+        seed=seed,
+        inputs=inputs,
+        steps=tuple(steps),
+        **shown,
+    )
 
 
 @_judge("groundedness", [GROUNDEDNESS], "0-5", "001", headline=True)
@@ -100,8 +115,11 @@ def _wp(ctx: CaseContext, value: Callable[[dict], float | Score], no_chunks: Sco
 @_judge("wp_faithfulness", [WP_FACT_CHECK], "0-1", "002")
 def wp_faithfulness(ctx: CaseContext) -> Score:
     """Supported facts / facts in the answer; no chunks → 1.0 (reason no_context); 1-5 view = 1 + 4x."""
-    return _wp(ctx, lambda d: _share(d["answer_facts"], lambda f: bool(f["supported_by"]), "no_facts"),
-               Score.ok(1.0, reason="no_context"))
+    return _wp(
+        ctx,
+        lambda d: _share(d["answer_facts"], lambda f: bool(f["supported_by"]), "no_facts"),
+        Score.ok(1.0, reason="no_context"),
+    )
 
 
 @_judge("wp_precision", [WP_FACT_CHECK], "0-1", "002")
@@ -114,6 +132,7 @@ def wp_precision(ctx: CaseContext) -> Score:
 @_judge("wp_recall", [WP_FACT_CHECK], "0-1", "002")
 def wp_recall(ctx: CaseContext) -> Score:
     """Facts covered by the chunks / facts (the reference's when the answer is indistinct); no chunks → 1.0."""
+
     def value(d: dict) -> float | Score:
         facts = d["reference_facts"] if d["answer_is_indistinct"] else d["answer_facts"]
         return _share(facts, lambda f: bool(f["supported_by"]), "no_facts")
@@ -152,15 +171,27 @@ def _one_to_five(x: float) -> float:
 @_judge("wp_composite", [WP_FACT_CHECK, WP_CORRECTNESS, WP_RELEVANCE], "1-5", "002")
 def wp_composite(ctx: CaseContext) -> Score:
     """0.4·correctness + 0.2·faithfulness + 0.2·precision + 0.2·recall + 0·relevance on the 1-5 view."""
-    parts = {"correctness": wp_correctness(ctx), "faithfulness": wp_faithfulness(ctx), "precision": wp_precision(ctx),
-             "recall": wp_recall(ctx), "relevance": wp_relevance(ctx)}
-    return _composite(weighted(parts, ctx.config.wp_weights, {"faithfulness": _one_to_five, "precision": _one_to_five,
-                                                              "recall": _one_to_five}), parts)
+    parts = {
+        "correctness": wp_correctness(ctx),
+        "faithfulness": wp_faithfulness(ctx),
+        "precision": wp_precision(ctx),
+        "recall": wp_recall(ctx),
+        "relevance": wp_relevance(ctx),
+    }
+    return _composite(
+        weighted(
+            parts,
+            ctx.config.wp_weights,
+            {"faithfulness": _one_to_five, "precision": _one_to_five, "recall": _one_to_five},
+        ),
+        parts,
+    )
 
 
 @_judge("faithfulness", [FAITHFULNESS], "0-1", "004", headline=True, worst_cases=True)
 def faithfulness(ctx: CaseContext) -> Score:
     """Claims of the answer supported by the chunks / claims; no claims → 1.0."""
+
     def value(d: dict) -> float | Score:
         return Score.ok(1.0, reason="no_claims") if not d["claims"] else sum(d["supported"]) / len(d["supported"])
 
@@ -192,6 +223,7 @@ def context_precision_ap(ctx: CaseContext) -> Score:
 @_judge("context_recall", [CONTEXT_RECALL], "0-1", "004", headline=True)
 def context_recall(ctx: CaseContext) -> Score:
     """Reference statements attributable to the chunks / statements; none → 1.0; no chunks → 0."""
+
     def value(d: dict) -> float | Score:
         if not d["statements"]:
             return Score.ok(1.0, reason="no_statements")
@@ -213,27 +245,49 @@ def answer_relevance(ctx: CaseContext) -> Score:
     return Score.ok(mean_cosine(o), model=o.data["embedder"], **o.judge_meta())
 
 
-@_judge("ragas_score", [FAITHFULNESS, CONTEXT_PRECISION, CONTEXT_RECALL, ANSWER_RELEVANCE], "0-1", "004",
-        inputs=("vectors",))
+@_judge(
+    "ragas_score",
+    [FAITHFULNESS, CONTEXT_PRECISION, CONTEXT_RECALL, ANSWER_RELEVANCE],
+    "0-1",
+    "004",
+    inputs=("vectors",),
+)
 def ragas_score(ctx: CaseContext) -> Score:
-    """0.3·faithfulness + 0.2·context_precision + 0.2·context_recall + 0.3·answer_relevance, renormalised over non-NaN."""
-    parts = {"faithfulness": faithfulness(ctx), "context_precision": context_precision(ctx),
-             "context_recall": context_recall(ctx), "answer_relevance": answer_relevance(ctx)}
+    """0.3·faithfulness + 0.2·context_precision + 0.2·context_recall + 0.3·answer_relevance, renormalised over non-NaN."""  # noqa: E501
+    parts = {
+        "faithfulness": faithfulness(ctx),
+        "context_precision": context_precision(ctx),
+        "context_recall": context_recall(ctx),
+        "answer_relevance": answer_relevance(ctx),
+    }
     return _composite(weighted(parts, ctx.config.ragas_weights, {}), parts)
 
 
 def _composite(score: Score, parts: dict[str, Score]) -> Score:
     """A composite row records the judge model of its components and every prompt their calls used."""
-    refs = sorted({ref for p in parts.values() if p.prompt_id and p.prompt_version
-                   for ref in zip(p.prompt_id.split("+"), p.prompt_version.split("+"))})
+    refs = sorted(
+        {
+            ref
+            for p in parts.values()
+            if p.prompt_id and p.prompt_version
+            for ref in zip(p.prompt_id.split("+"), p.prompt_version.split("+"))
+        }
+    )
     model = next((p.judge_model for p in parts.values() if p.judge_model), None)
-    return Score(score.value, score.status, score.reason, model=score.model, judge_model=model,
-                 prompt_id="+".join(i for i, _ in refs) or None, prompt_version="+".join(v for _, v in refs) or None)
+    return Score(
+        score.value,
+        score.status,
+        score.reason,
+        model=score.model,
+        judge_model=model,
+        prompt_id="+".join(i for i, _ in refs) or None,
+        prompt_version="+".join(v for _, v in refs) or None,
+    )
 
 
 @_judge("factual_accuracy", [FACTUAL_ACCURACY], "0-1", "004", headline=True, worst_cases=True)
 def factual_accuracy(ctx: CaseContext) -> Score:
-    """GEval: (0.5·correctness + 0.3·completeness + 0.2·consistency) / 100; grade A ≥ .8, B ≥ .6, C ≥ .4, D ≥ .2, else E."""
+    """GEval: (0.5·correctness + 0.3·completeness + 0.2·consistency) / 100; grade A ≥ .8, B ≥ .6, C ≥ .4, D ≥ .2, else E."""  # noqa: E501
     return from_step(ctx, FACTUAL_ACCURACY, geval_score)
 
 
@@ -246,8 +300,11 @@ def _answer_class(name: str, cls: str, better: bool) -> None:
     _judge(name, [ANSWER_CLASS], "binary", "004", better, headline=better is True)(fn)
 
 
-for _name, _cls, _better in (("answer_class_correct", "CORRECT", True), ("answer_class_wrong", "WRONG", False),
-                             ("answer_class_dont_know", "DON'T KNOW", None)):
+for _name, _cls, _better in (
+    ("answer_class_correct", "CORRECT", True),
+    ("answer_class_wrong", "WRONG", False),
+    ("answer_class_dont_know", "DON'T KNOW", None),
+):
     _answer_class(_name, _cls, _better)
 
 

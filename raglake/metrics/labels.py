@@ -90,8 +90,15 @@ def _answer_rate(label: str, metric: str, higher_is_better: bool, symbol: str) -
 
     fn.__doc__ = f"Share of answers with {label} = 1 (the mean of {symbol})."
     fn.__name__ = metric
-    register(metric, family="label", scale="0-1", higher_is_better=higher_is_better, seed="000",
-             inputs=("answer", "labels"), steps=(LABEL_ANSWER,))(fn)
+    register(
+        metric,
+        family="label",
+        scale="0-1",
+        higher_is_better=higher_is_better,
+        seed="000",
+        inputs=("answer", "labels"),
+        steps=(LABEL_ANSWER,),
+    )(fn)
 
 
 for _label, _metric, _better, _symbol in (
@@ -108,8 +115,14 @@ for _label, _metric, _better, _symbol in (
     _answer_rate(_label, _metric, _better, _symbol)
 
 
-@register("conditional_fabrication_rate", family="label", scale="0-1", higher_is_better=False, seed="000",
-          inputs=("answer", "references", "retrieved", "labels"))
+@register(
+    "conditional_fabrication_rate",
+    family="label",
+    scale="0-1",
+    higher_is_better=False,
+    seed="000",
+    inputs=("answer", "references", "retrieved", "labels"),
+)
 def conditional_fabrication_rate(ctx: CaseContext) -> Score:
     """Σ z·f / Σ z: fabricated_source among answers that cite (undefined where nothing is cited)."""
     cited = ctx.answer_label("source_cited")

@@ -39,15 +39,31 @@ def _latencies(run: RunInputs, q: float, name: str) -> list[RunValue]:
     return out
 
 
-@register("latency_p50_ms", family="operational", scale="ms", higher_is_better=False, seed="001", level="run",
-          inputs=("latency_ms",), headline=True)
+@register(
+    "latency_p50_ms",
+    family="operational",
+    scale="ms",
+    higher_is_better=False,
+    seed="001",
+    level="run",
+    inputs=("latency_ms",),
+    headline=True,
+)
 def latency_p50_ms(run: RunInputs) -> list[RunValue]:
     """Median latency per stage (the target's own timings, and `wall` measured around the call)."""
     return _latencies(run, 50, "latency_p50_ms")
 
 
-@register("latency_p95_ms", family="operational", scale="ms", higher_is_better=False, seed="001", level="run",
-          inputs=("latency_ms",), headline=True)
+@register(
+    "latency_p95_ms",
+    family="operational",
+    scale="ms",
+    higher_is_better=False,
+    seed="001",
+    level="run",
+    inputs=("latency_ms",),
+    headline=True,
+)
 def latency_p95_ms(run: RunInputs) -> list[RunValue]:
     """95th-percentile latency per stage."""
     return _latencies(run, 95, "latency_p95_ms")
@@ -60,22 +76,46 @@ def _rate(run: RunInputs, status: str, name: str) -> list[RunValue]:
     return [RunValue(name, sum(c.status == status for c in run.captures) / n, None, n, "share")]
 
 
-@register("error_rate", family="operational", scale="0-1", higher_is_better=False, seed="001", level="run",
-          inputs=("status",), headline=True)
+@register(
+    "error_rate",
+    family="operational",
+    scale="0-1",
+    higher_is_better=False,
+    seed="001",
+    level="run",
+    inputs=("status",),
+    headline=True,
+)
 def error_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases whose capture failed (status error)."""
     return _rate(run, "error", "error_rate")
 
 
-@register("timeout_rate", family="operational", scale="0-1", higher_is_better=False, seed="001", level="run",
-          inputs=("status",), headline=True)
+@register(
+    "timeout_rate",
+    family="operational",
+    scale="0-1",
+    higher_is_better=False,
+    seed="001",
+    level="run",
+    inputs=("status",),
+    headline=True,
+)
 def timeout_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases whose capture timed out."""
     return _rate(run, "timeout", "timeout_rate")
 
 
-@register("empty_response_rate", family="operational", scale="0-1", higher_is_better=False, seed="001",
-          level="run", inputs=("status", "answer"), headline=True)
+@register(
+    "empty_response_rate",
+    family="operational",
+    scale="0-1",
+    higher_is_better=False,
+    seed="001",
+    level="run",
+    inputs=("status", "answer"),
+    headline=True,
+)
 def empty_response_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases that returned an empty answer."""
     return _rate(run, "empty", "empty_response_rate")
@@ -95,12 +135,21 @@ def stage_seconds(run: RunInputs) -> list[RunValue]:
     return [RunValue("stage_seconds", s, stage, len(run.captures), "seconds") for stage, s in run.stage_seconds.items()]
 
 
-@register("embedding_texts", family="operational", scale="count", higher_is_better=None, seed="003", level="run",
-          inputs=("embedding_stats",))
+@register(
+    "embedding_texts",
+    family="operational",
+    scale="count",
+    higher_is_better=None,
+    seed="003",
+    level="run",
+    inputs=("embedding_stats",),
+)
 def embedding_texts(run: RunInputs) -> list[RunValue]:
     """Distinct texts the embedding metrics needed, and how many the model had to encode (the rest came
     from the vector cache); `stage` says which."""
     if not run.embedding_stats:
         return []
     n = len(run.captures)
-    return [RunValue("embedding_texts", run.embedding_stats[stage], stage, n, "texts") for stage in ("distinct", "encoded")]
+    return [
+        RunValue("embedding_texts", run.embedding_stats[stage], stage, n, "texts") for stage in ("distinct", "encoded")
+    ]

@@ -32,8 +32,13 @@ class Score:
     judge_call: str | None = None  # call_key of the judge call behind the value (judge_calls table)
 
     @staticmethod
-    def ok(value: float, source: str | None = None, reason: str | None = None, model: str | None = None,
-           **judge: str | None) -> Score:
+    def ok(
+        value: float,
+        source: str | None = None,
+        reason: str | None = None,
+        model: str | None = None,
+        **judge: str | None,
+    ) -> Score:
         value = float(value)
         if math.isnan(value):
             raise ValueError("an ok score needs a number; use Score.undefined(reason)")
@@ -92,9 +97,16 @@ class Metric:
 
     def as_row(self) -> dict[str, Any]:
         return {
-            "metric": self.name, "family": self.family, "version": self.version, "scale": self.scale,
-            "higher_is_better": self.higher_is_better, "level": self.level, "seed": self.seed,
-            "applies_to": self.applies_to, "inputs": ",".join(self.input_names), "description": self.description,
+            "metric": self.name,
+            "family": self.family,
+            "version": self.version,
+            "scale": self.scale,
+            "higher_is_better": self.higher_is_better,
+            "level": self.level,
+            "seed": self.seed,
+            "applies_to": self.applies_to,
+            "inputs": ",".join(self.input_names),
+            "description": self.description,
         }
 
 
@@ -125,8 +137,20 @@ def register(
             raise ValueError(f"metric {name!r} registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()
         _REGISTRY[name] = Metric(
-            name, family, version, scale, higher_is_better, level, seed, doc[0] if doc else "",
-            fn, applies_to, inputs, tuple(steps), headline, worst_cases,
+            name,
+            family,
+            version,
+            scale,
+            higher_is_better,
+            level,
+            seed,
+            doc[0] if doc else "",
+            fn,
+            applies_to,
+            inputs,
+            tuple(steps),
+            headline,
+            worst_cases,
         )
         return fn
 
@@ -136,8 +160,7 @@ def register(
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
     """The registered metrics (raglake.metrics imports every built-in metric module, which registers them)."""
     chosen = [
-        m for m in _REGISTRY.values()
-        if (level is None or m.level == level) and (family is None or m.family == family)
+        m for m in _REGISTRY.values() if (level is None or m.level == level) and (family is None or m.family == family)
     ]
     # by family, then in the order each module registers them (import order must not matter)
     return sorted(chosen, key=lambda m: FAMILIES.index(m.family))

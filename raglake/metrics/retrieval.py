@@ -46,8 +46,18 @@ def support_grade(required: bool, has_snippets: bool) -> int:
 _NO_SUPPORTS = "no_gold_supports"
 
 
-@register("recall_any_at_k", family="retrieval", version="2", scale="binary", higher_is_better=True, seed="001",
-          applies_to="answerable", inputs=("retrieved", "gold_supports"), headline=True, worst_cases=True)
+@register(
+    "recall_any_at_k",
+    family="retrieval",
+    version="2",
+    scale="binary",
+    higher_is_better=True,
+    seed="001",
+    applies_to="answerable",
+    inputs=("retrieved", "gold_supports"),
+    headline=True,
+    worst_cases=True,
+)
 def recall_any_at_k(ctx: CaseContext) -> Score:
     """1 if any top-K chunk matches any gold support, else 0."""
     if not ctx.case.gold_supports:
@@ -55,8 +65,15 @@ def recall_any_at_k(ctx: CaseContext) -> Score:
     return Score.ok(float(any(ctx.matches)))
 
 
-@register("recall_all_at_k", family="retrieval", version="2", scale="binary", higher_is_better=True, seed="001",
-          inputs=("retrieved", "gold_supports", "required_support_groups"))
+@register(
+    "recall_all_at_k",
+    family="retrieval",
+    version="2",
+    scale="binary",
+    higher_is_better=True,
+    seed="001",
+    inputs=("retrieved", "gold_supports", "required_support_groups"),
+)
 def recall_all_at_k(ctx: CaseContext) -> Score:
     """1 if every required support group has a top-K match, else 0."""
     groups = ctx.case.required_support_groups
@@ -66,8 +83,17 @@ def recall_all_at_k(ctx: CaseContext) -> Score:
     return Score.ok(float(all(any(i in hit for i in group) for group in groups)))
 
 
-@register("mrr_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="001,000",
-          applies_to="answerable", inputs=("retrieved", "gold_supports"), headline=True)
+@register(
+    "mrr_at_k",
+    family="retrieval",
+    version="2",
+    scale="0-1",
+    higher_is_better=True,
+    seed="001,000",
+    applies_to="answerable",
+    inputs=("retrieved", "gold_supports"),
+    headline=True,
+)
 def mrr_at_k(ctx: CaseContext) -> Score:
     """1 / rank of the first top-K chunk matching a gold support, 0 if none."""
     if not ctx.case.gold_supports:
@@ -75,8 +101,16 @@ def mrr_at_k(ctx: CaseContext) -> Score:
     return Score.ok(reciprocal_rank([c.rank for c, m in zip(ctx.top, ctx.matches) if m]))
 
 
-@register("precision_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="001",
-          applies_to="answerable", inputs=("retrieved", "gold_supports"))
+@register(
+    "precision_at_k",
+    family="retrieval",
+    version="2",
+    scale="0-1",
+    higher_is_better=True,
+    seed="001",
+    applies_to="answerable",
+    inputs=("retrieved", "gold_supports"),
+)
 def precision_at_k(ctx: CaseContext) -> Score:
     """(# top-K chunks matching any gold support) / K; missing ranks count as not relevant."""
     if not ctx.case.gold_supports:
@@ -89,6 +123,7 @@ def _credit_order(supports: Sequence[GoldSupport], grades: dict[int, float]) -> 
     then the most specific anchor (a later chunk under the deeper one also matches the shallower
     ones), then the anchor and snippets themselves. A function of content only, never of the position
     in gold_supports; supports tied on this key match the same chunks with the same grade."""
+
     def key(i: int) -> tuple:
         s = supports[i]
         return -grades[i], -len(s.heading_path), s.heading_path, sorted(s.snippets)
@@ -128,8 +163,17 @@ def _ndcg_grades(ctx: CaseContext) -> tuple[list[tuple[int, float]], list[float]
     return ranked, list(ideal.values())
 
 
-@register("ndcg_at_k", family="retrieval", version="2", scale="0-1", higher_is_better=True, seed="000,001",
-          inputs=("retrieved", "gold_supports", "labels"), headline=True, worst_cases=True)
+@register(
+    "ndcg_at_k",
+    family="retrieval",
+    version="2",
+    scale="0-1",
+    higher_is_better=True,
+    seed="000,001",
+    inputs=("retrieved", "gold_supports", "labels"),
+    headline=True,
+    worst_cases=True,
+)
 def ndcg_at_k(ctx: CaseContext) -> Score:
     """DCG@K / IDCG@K, gains 2^g − 1; each gold support credited once, at its first match, best grade first."""
     if not ctx.case.gold_supports and not any(ctx.chunk_labels):
@@ -141,8 +185,14 @@ def ndcg_at_k(ctx: CaseContext) -> Score:
     return Score.ok(dcg(ranked) / idcg)
 
 
-@register("scope_miss", family="retrieval", scale="binary", higher_is_better=False, seed="001",
-          inputs=("folder_mode", "selected_folders", "gold_supports"))
+@register(
+    "scope_miss",
+    family="retrieval",
+    scale="binary",
+    higher_is_better=False,
+    seed="001",
+    inputs=("folder_mode", "selected_folders", "gold_supports"),
+)
 def scope_miss(ctx: CaseContext) -> Score:
     """With folder selection on: 1 if no gold support's rel_path lies under a selected folder."""
     if ctx.capture.folder_mode not in ("on", "on_with_fallback"):
@@ -154,8 +204,15 @@ def scope_miss(ctx: CaseContext) -> Score:
     return Score.ok(0.0 if inside else 1.0)
 
 
-@register("attribution_hit", family="retrieval", scale="binary", higher_is_better=True, seed="001",
-          applies_to="answerable", inputs=("references", "gold_supports"))
+@register(
+    "attribution_hit",
+    family="retrieval",
+    scale="binary",
+    higher_is_better=True,
+    seed="001",
+    applies_to="answerable",
+    inputs=("references", "gold_supports"),
+)
 def attribution_hit(ctx: CaseContext) -> Score:
     """1 if any of the answer's references matches a gold support (same anchor rule), else 0."""
     if not ctx.case.gold_supports:
@@ -163,10 +220,17 @@ def attribution_hit(ctx: CaseContext) -> Score:
     return Score.ok(float(any(ctx.reference_matches(i) for i in range(len(ctx.case.gold_supports)))))
 
 
-@register("recency_rule_ok", family="retrieval", scale="binary", higher_is_better=True, seed="001",
-          inputs=("references", "gold_supports", "recency_conflict_rule", "labels"), steps=(ACKNOWLEDGES_CONFLICT,))
+@register(
+    "recency_rule_ok",
+    family="retrieval",
+    scale="binary",
+    higher_is_better=True,
+    seed="001",
+    inputs=("references", "gold_supports", "recency_conflict_rule", "labels"),
+    steps=(ACKNOWLEDGES_CONFLICT,),
+)
 def recency_rule_ok(ctx: CaseContext) -> Score:
-    """cite_newer: cites the newest support; cite_both: cites every support; acknowledge_both: cite_both and acknowledges the conflict."""
+    """cite_newer: cites the newest support; cite_both: cites every support; acknowledge_both: cite_both and acknowledges the conflict."""  # noqa: E501
     rule = ctx.case.recency_conflict_rule
     if rule is None:
         return Score.undefined("no_recency_rule")

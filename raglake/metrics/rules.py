@@ -17,11 +17,26 @@ _REL_PATH = re.compile(r"(?<![\w/])[\w.\-]+(?:/[\w.\-]+)*\.(?:md|markdown|txt|pd
 
 # seed 004, "Don't Know Answers Count": the phrase list, plus the refusals a RAG system gives
 UNCERTAINTY_PHRASES = (
-    "i don't know", "i do not know", "unknown", "not sure", "cannot determine", "no information",
-    "insufficient data", "unable to answer", "cannot answer", "don't have enough information",
-    "not available", "no data",
-    "could not find", "couldn't find", "can't find", "cannot find", "not in the notes",
-    "notes do not", "notes don't", "no mention",
+    "i don't know",
+    "i do not know",
+    "unknown",
+    "not sure",
+    "cannot determine",
+    "no information",
+    "insufficient data",
+    "unable to answer",
+    "cannot answer",
+    "don't have enough information",
+    "not available",
+    "no data",
+    "could not find",
+    "couldn't find",
+    "can't find",
+    "cannot find",
+    "not in the notes",
+    "notes do not",
+    "notes don't",
+    "no mention",
 )
 _SHORT_NON_ANSWERS = ("unknown", "n/a", "none", "null")
 _CLARIFY = re.compile(

@@ -15,8 +15,9 @@ if TYPE_CHECKING:  # annotations only: context.py reads the step names declared 
     from raglake.metrics.context import CaseContext
 
 # the answer labels a judge gives (label_answer); the others come from rules or from their own step
-JUDGE_LABELS = tuple(n for n in ANSWER_LABELS if n not in ("source_cited", "fabricated_source", "proper_action",
-                                                             "acknowledges_conflict"))
+JUDGE_LABELS = tuple(
+    n for n in ANSWER_LABELS if n not in ("source_cited", "fabricated_source", "proper_action", "acknowledges_conflict")
+)
 GEVAL_WEIGHTS = {"correctness": 0.5, "completeness": 0.3, "consistency": 0.2}  # factual_accuracy (seed 004)
 
 
@@ -40,8 +41,12 @@ class StepOutcome:
     def judge_meta(self) -> dict[str, str | None]:
         """The judge columns of a score row built from this outcome."""
         version = None if self.prompt_version is None else str(self.prompt_version)
-        return {"judge_model": self.model, "prompt_id": self.prompt_id, "prompt_version": version,
-                "judge_call": self.call_key}
+        return {
+            "judge_model": self.model,
+            "prompt_id": self.prompt_id,
+            "prompt_version": version,
+            "judge_call": self.call_key,
+        }
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,15 @@ class CaseView:
     @classmethod
     def of(cls, case: GoldenCase, capture: Capture, k: int) -> CaseView:
         chunks = tuple(c.text for c in capture.top_k(k) if c.text.strip())
-        return cls(case.id, case.question, capture.answer.strip(), (case.reference_answer or "").strip(), chunks,
-                   capture.abstained, case.recency_conflict_rule)
+        return cls(
+            case.id,
+            case.question,
+            capture.answer.strip(),
+            (case.reference_answer or "").strip(),
+            chunks,
+            capture.abstained,
+            case.recency_conflict_rule,
+        )
 
     @property
     def contexts(self) -> str:
@@ -142,34 +154,76 @@ def _conflict_label_needed(ctx: CaseContext) -> bool:
     return bool(ctx.case.gold_supports) and all(ctx.reference_matches(i) for i in range(len(ctx.case.gold_supports)))
 
 
-GROUNDEDNESS = JudgeStep("groundedness", ("groundedness",), ("answer", "chunks"),
-                         lambda v: {"answer": v.answer, "contexts": v.contexts}, spot_check=1.0)
-CORRECTNESS = JudgeStep("correctness", ("correctness",), ("answer", "chunks"),
-                        lambda v: {**_qa(v), "contexts": v.contexts}, spot_check=1.0)
+GROUNDEDNESS = JudgeStep(
+    "groundedness",
+    ("groundedness",),
+    ("answer", "chunks"),
+    lambda v: {"answer": v.answer, "contexts": v.contexts},
+    spot_check=1.0,
+)
+CORRECTNESS = JudgeStep(
+    "correctness", ("correctness",), ("answer", "chunks"), lambda v: {**_qa(v), "contexts": v.contexts}, spot_check=1.0
+)
 WP_CORRECTNESS = JudgeStep("wp_correctness", ("wp_correctness",), ("answer", "reference"), _qra, spot_check=1.0)
-WP_FACT_CHECK = JudgeStep("wp_fact_check", ("wp_fact_check",), ("answer", "chunks"),
-                          lambda v: {"answer": v.answer, "reference": v.reference or "(none)", "contexts": v.contexts})
+WP_FACT_CHECK = JudgeStep(
+    "wp_fact_check",
+    ("wp_fact_check",),
+    ("answer", "chunks"),
+    lambda v: {"answer": v.answer, "reference": v.reference or "(none)", "contexts": v.contexts},
+)
 WP_RELEVANCE = JudgeStep("wp_relevance", ("wp_relevance",), ("answer",), _qa, spot_check=1.0)
 FAITHFULNESS = JudgeStep("faithfulness", ("extract_claims", "verify_claims"), ("answer", "chunks"), _qa)
-CONTEXT_PRECISION = JudgeStep("context_precision", ("context_precision",), ("reference", "chunks"),
-                              lambda v: {"question": v.question, "reference": v.reference, "contexts": v.contexts})
-CONTEXT_RECALL = JudgeStep("context_recall", ("extract_statements", "attribute_statements"), ("reference",),
-                           lambda v: {"question": v.question, "reference": v.reference})
+CONTEXT_PRECISION = JudgeStep(
+    "context_precision",
+    ("context_precision",),
+    ("reference", "chunks"),
+    lambda v: {"question": v.question, "reference": v.reference, "contexts": v.contexts},
+)
+CONTEXT_RECALL = JudgeStep(
+    "context_recall",
+    ("extract_statements", "attribute_statements"),
+    ("reference",),
+    lambda v: {"question": v.question, "reference": v.reference},
+)
 ANSWER_RELEVANCE = JudgeStep("answer_relevance", ("generate_questions",), ("answer",), lambda v: {"answer": v.answer})
-FACTUAL_ACCURACY = JudgeStep("factual_accuracy", ("factual_accuracy",), ("answer", "reference"), _qra,
-                             spot_check=5.0, score=geval_score)
+FACTUAL_ACCURACY = JudgeStep(
+    "factual_accuracy", ("factual_accuracy",), ("answer", "reference"), _qra, spot_check=5.0, score=geval_score
+)
 ANSWER_CLASS = JudgeStep("answer_class", ("answer_class",), ("answer", "reference"), _qra, spot_check="class")
 ABSTENTION = JudgeStep("abstention", ("abstention",), ("answer",), _qa, need=_abstention_needed)
-LABEL_ANSWER = JudgeStep("label_answer", ("label_answer",), ("answer",),
-                         lambda v: {**_qa(v), "contexts": v.contexts or "(none)"}, need=_answer_labels_needed)
-LABEL_CHUNKS = JudgeStep("label_chunks", ("label_chunks",), ("chunks",),
-                         lambda v: {"question": v.question, "contexts": v.contexts}, need=_chunk_labels_needed)
-ACKNOWLEDGES_CONFLICT = JudgeStep("acknowledges_conflict", ("acknowledges_conflict",), ("answer",), _qa,
-                                  need=_conflict_label_needed)
+LABEL_ANSWER = JudgeStep(
+    "label_answer",
+    ("label_answer",),
+    ("answer",),
+    lambda v: {**_qa(v), "contexts": v.contexts or "(none)"},
+    need=_answer_labels_needed,
+)
+LABEL_CHUNKS = JudgeStep(
+    "label_chunks",
+    ("label_chunks",),
+    ("chunks",),
+    lambda v: {"question": v.question, "contexts": v.contexts},
+    need=_chunk_labels_needed,
+)
+ACKNOWLEDGES_CONFLICT = JudgeStep(
+    "acknowledges_conflict", ("acknowledges_conflict",), ("answer",), _qa, need=_conflict_label_needed
+)
 
 ALL_STEPS: tuple[JudgeStep, ...] = (
-    GROUNDEDNESS, CORRECTNESS, WP_CORRECTNESS, WP_FACT_CHECK, WP_RELEVANCE, FAITHFULNESS, CONTEXT_PRECISION,
-    CONTEXT_RECALL, ANSWER_RELEVANCE, FACTUAL_ACCURACY, ANSWER_CLASS, ABSTENTION, LABEL_ANSWER, LABEL_CHUNKS,
+    GROUNDEDNESS,
+    CORRECTNESS,
+    WP_CORRECTNESS,
+    WP_FACT_CHECK,
+    WP_RELEVANCE,
+    FAITHFULNESS,
+    CONTEXT_PRECISION,
+    CONTEXT_RECALL,
+    ANSWER_RELEVANCE,
+    FACTUAL_ACCURACY,
+    ANSWER_CLASS,
+    ABSTENTION,
+    LABEL_ANSWER,
+    LABEL_CHUNKS,
     ACKNOWLEDGES_CONFLICT,
 )
 

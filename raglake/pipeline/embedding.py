@@ -80,12 +80,16 @@ def prepare_embeddings(
         inputs.vectors = VectorTable.encode(encoder, collect_texts(pairs, config.k), caller="metrics")
     if needs_tokens(metrics):
         scorer = bert_scorer(encoder.embedder, config.bertscore_layer)
-        todo = [(c, cap) for c, cap in pairs
-                if not cap.failed and cap.answer.strip() and (c.reference_answer or "").strip()]
+        todo = [
+            (c, cap) for c, cap in pairs if not cap.failed and cap.answer.strip() and (c.reference_answer or "").strip()
+        ]
         if config.bertscore_idf and idf is None:
             idf = reference_idf(encoder, [c.reference_answer for c, _ in pairs], config.bertscore_layer)
-        scores = scorer.score([cap.answer for _, cap in todo], [c.reference_answer for c, _ in todo],
-                              idf if config.bertscore_idf else None)
+        scores = scorer.score(
+            [cap.answer for _, cap in todo],
+            [c.reference_answer for c, _ in todo],
+            idf if config.bertscore_idf else None,
+        )
         inputs.bert = {c.id: s for (c, _), s in zip(todo, scores)}
         inputs.bert_id = scorer.id + (":idf" if config.bertscore_idf else "")
     return inputs

@@ -32,14 +32,27 @@ class JudgeSummary:
         return {cid: self.outcomes.get(cid, {}) for cid in case_ids}
 
 
-def finish_run(plan: RunPlan, captures: Sequence[Capture], finished: dt.datetime, *, suite_seconds: float,
-               stage_seconds: dict[str, float], embedding_stats: dict[str, float] | None = None,
-               embedder_key: str | None = None, judge: JudgeSummary | None = None,
-               ) -> tuple[RunRecord, list[RunValue], dict[str, list[Any]] | None]:
+def finish_run(
+    plan: RunPlan,
+    captures: Sequence[Capture],
+    finished: dt.datetime,
+    *,
+    suite_seconds: float,
+    stage_seconds: dict[str, float],
+    embedding_stats: dict[str, float] | None = None,
+    embedder_key: str | None = None,
+    judge: JudgeSummary | None = None,
+) -> tuple[RunRecord, list[RunValue], dict[str, list[Any]] | None]:
     """The run's `runs` row, its run-level figures and its coverage rows."""
     manifest = plan.target.manifest()
-    inputs = RunInputs(captures, suite_seconds=suite_seconds, stage_seconds=stage_seconds, manifest=manifest,
-                       embedding_stats=embedding_stats, judge_stats=judge.stats if judge else None)
+    inputs = RunInputs(
+        captures,
+        suite_seconds=suite_seconds,
+        stage_seconds=stage_seconds,
+        manifest=manifest,
+        embedding_stats=embedding_stats,
+        judge_stats=judge.stats if judge else None,
+    )
     run_level = all_metrics(level="run")
     values = [v for m in run_level for v in m.fn(inputs)]
     record = plan.record(finished, len(captures), manifest, embedder_key)

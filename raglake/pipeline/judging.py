@@ -42,8 +42,9 @@ class JudgeRuns:
         key = (lake_url, run_id)
         with self._lock:
             if key not in self._open:
-                self._open[key] = JudgeSession(JudgeLedger(LakeCallStore(Lake(lake_url)), run_id),
-                                               Budget(config.max_calls, config.max_cost_usd))
+                self._open[key] = JudgeSession(
+                    JudgeLedger(LakeCallStore(Lake(lake_url)), run_id), Budget(config.max_calls, config.max_cost_usd)
+                )
             return self._open[key]
 
     def is_open(self, lake_url: str, run_id: str | None) -> bool:
@@ -81,5 +82,6 @@ def judge_batch(
 ) -> JudgedBatch:
     """Every judge step the batch's cases need, through the run's session (its ledger and budget)."""
     session = JUDGE_RUNS.open(judge_config, lake_url, run_id)
-    return run_judge_batch(pairs, metrics, config, judge_config, session.ledger, session.budget, encoder,
-                           spot_check, spot_ids)
+    return run_judge_batch(
+        pairs, metrics, config, judge_config, session.ledger, session.budget, encoder, spot_check, spot_ids
+    )

@@ -80,23 +80,40 @@ class RunPlan:
         cases = self.golden.cases
         return [cases[i : i + self.batch_size] for i in range(0, len(cases), self.batch_size)]
 
-    def record(self, finished_at: dt.datetime, n_cases: int, manifest: Any = None,
-               embedder_key: str | None = None) -> RunRecord:
+    def record(
+        self, finished_at: dt.datetime, n_cases: int, manifest: Any = None, embedder_key: str | None = None
+    ) -> RunRecord:
         """The run's `runs` row; `manifest` is the target's index manifest when it has one."""
         return RunRecord(
-            run_id=self.run_id, started_at=self.started_at, finished_at=finished_at,
-            target=self.target.spec, target_kind=self.target.kind, target_name=self.target.name,
-            dataset_name=self.golden.name, dataset_path=self.golden.path, dataset_hash=self.golden.content_hash,
-            n_cases=n_cases, k=self.config.k, require_snippets=self.config.require_snippets,
-            code_version=code_version(), metric_versions=metric_versions(self.metrics),
-            config={**asdict(self.config), "batch_size": self.batch_size, "metrics": [m.name for m in self.metrics],
-                    "embedder_arg": self.embedder,
-                    "anchor_rule_version": ANCHOR_RULE_VERSION, "rules_version": RULES_VERSION,
-                    "sentence_splitter_version": SPLITTER_VERSION, "bertscore_version": BERTSCORE_VERSION,
-                    "target_config": getattr(self.target, "recorded_config", dict)(),
-                    "judge": self.judge.recorded() if self.judge is not None else None,
-                    "spot_check": {"model": self.spot_check.model, "share": self.spot_share, "minimum": self.spot_min}
-                    if self.spot_check is not None else None},
+            run_id=self.run_id,
+            started_at=self.started_at,
+            finished_at=finished_at,
+            target=self.target.spec,
+            target_kind=self.target.kind,
+            target_name=self.target.name,
+            dataset_name=self.golden.name,
+            dataset_path=self.golden.path,
+            dataset_hash=self.golden.content_hash,
+            n_cases=n_cases,
+            k=self.config.k,
+            require_snippets=self.config.require_snippets,
+            code_version=code_version(),
+            metric_versions=metric_versions(self.metrics),
+            config={
+                **asdict(self.config),
+                "batch_size": self.batch_size,
+                "metrics": [m.name for m in self.metrics],
+                "embedder_arg": self.embedder,
+                "anchor_rule_version": ANCHOR_RULE_VERSION,
+                "rules_version": RULES_VERSION,
+                "sentence_splitter_version": SPLITTER_VERSION,
+                "bertscore_version": BERTSCORE_VERSION,
+                "target_config": getattr(self.target, "recorded_config", dict)(),
+                "judge": self.judge.recorded() if self.judge is not None else None,
+                "spot_check": {"model": self.spot_check.model, "share": self.spot_share, "minimum": self.spot_min}
+                if self.spot_check is not None
+                else None,
+            },
             embedder=embedder_key or (manifest.embedding_model if manifest is not None else None),
             judge_models=",".join(c.model for c in (self.judge, self.spot_check) if c is not None) or None,
             prompt_versions=self.prompt_versions(),
@@ -105,8 +122,9 @@ class RunPlan:
         )
 
 
-def embedding_spec(metrics: list[Metric], embedder: str | None, lake_url: str, config: ScoringConfig,
-                   cases: list[GoldenCase]) -> EmbeddingSpec | None:
+def embedding_spec(
+    metrics: list[Metric], embedder: str | None, lake_url: str, config: ScoringConfig, cases: list[GoldenCase]
+) -> EmbeddingSpec | None:
     """How a run (or a re-scoring of it) embeds: the embedder, the lake's vector cache and, for
     BERTScore with idf, the idf over the run's reference answers; None when no metric embeds."""
     if not needs_embedder(metrics):
@@ -131,7 +149,10 @@ def code_version() -> str:
     try:
         sha = subprocess.run(
             ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return __version__
@@ -162,8 +183,11 @@ class CheckedInputs:
 
     @staticmethod
     def key(settings: RunSettings) -> str:
-        files = [(p, hashlib.sha256(Path(p).read_bytes()).hexdigest() if Path(p).is_file() else None)
-                 for p in (settings.golden, settings.labels) if p]
+        files = [
+            (p, hashlib.sha256(Path(p).read_bytes()).hexdigest() if Path(p).is_file() else None)
+            for p in (settings.golden, settings.labels)
+            if p
+        ]
         return digest([files, settings.target, settings.lake, settings.embedder, settings.k])
 
     def put(self, settings: RunSettings, golden: GoldenSet, target: Target) -> None:
@@ -228,11 +252,20 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
     judge_config, spot_config = settings.judge_configs()
     spot = settings.spot_check
     return RunPlan(
-        run_id=settings.run_id or new_run_id(started, the_target.name), started_at=started, golden=golden_set,
-        target=the_target, lake=the_lake, metrics=chosen, config=config,
-        results_dir=results_dir(the_lake, settings.results), batch_size=settings.batch_size,
-        embedder=settings.embedder, judge=judge_config, spot_check=spot_config,
-        spot_share=spot.share if spot else 0.1, spot_min=spot.minimum if spot else 10,
+        run_id=settings.run_id or new_run_id(started, the_target.name),
+        started_at=started,
+        golden=golden_set,
+        target=the_target,
+        lake=the_lake,
+        metrics=chosen,
+        config=config,
+        results_dir=results_dir(the_lake, settings.results),
+        batch_size=settings.batch_size,
+        embedder=settings.embedder,
+        judge=judge_config,
+        spot_check=spot_config,
+        spot_share=spot.share if spot else 0.1,
+        spot_min=spot.minimum if spot else 10,
     )
 
 
@@ -246,14 +279,35 @@ def journal_path(lake: Lake, run_id: str) -> str:
     return str(default_cache_root(lake.url) / "captures" / f"{run_id}.jsonl")
 
 
-def score_key(cases: list[GoldenCase], captures: list[Capture], versions: dict[str, str], config: ScoringConfig,
-              known_docs: frozenset[str], embedding: Any = None, judge: dict[str, dict[str, Any]] | None = None) -> str:
+def score_key(
+    cases: list[GoldenCase],
+    captures: list[Capture],
+    versions: dict[str, str],
+    config: ScoringConfig,
+    known_docs: frozenset[str],
+    embedding: Any = None,
+    judge: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """Batch content + metric versions + scoring settings + rule versions + embedder + judge outcomes:
     equal keys, equal scores."""
-    judged = None if judge is None else {cid: {step: asdict(o) for step, o in steps.items()}
-                                         for cid, steps in judge.items()}
-    return "score-" + digest([
-        [c.model_dump(mode="json") for c in cases], [c.model_dump(mode="json") for c in captures],
-        versions, asdict(config), sorted(known_docs), ANCHOR_RULE_VERSION, RULES_VERSION, SPLITTER_VERSION,
-        BERTSCORE_VERSION, embedding.cache_token() if embedding is not None else None, judged,
-    ])[:32]
+    judged = (
+        None if judge is None else {cid: {step: asdict(o) for step, o in steps.items()} for cid, steps in judge.items()}
+    )
+    return (
+        "score-"
+        + digest(
+            [
+                [c.model_dump(mode="json") for c in cases],
+                [c.model_dump(mode="json") for c in captures],
+                versions,
+                asdict(config),
+                sorted(known_docs),
+                ANCHOR_RULE_VERSION,
+                RULES_VERSION,
+                SPLITTER_VERSION,
+                BERTSCORE_VERSION,
+                embedding.cache_token() if embedding is not None else None,
+                judged,
+            ]
+        )[:32]
+    )

@@ -50,8 +50,13 @@ class Decision:
     reason: str
 
 
-def select_runs(q: LakeQueries, run_specs: list[str] | None = None, since: dt.date | None = None,
-                until: dt.date | None = None, every: bool = False) -> list[str]:
+def select_runs(
+    q: LakeQueries,
+    run_specs: list[str] | None = None,
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    every: bool = False,
+) -> list[str]:
     """Run ids by id/prefix/latest, by start date range (inclusive), or every run."""
     if sum(map(bool, (run_specs, since or until, every))) != 1:
         raise ConfigError("name the runs to re-score: run ids, or --since/--until dates, or --all")
@@ -66,7 +71,9 @@ def select_runs(q: LakeQueries, run_specs: list[str] | None = None, since: dt.da
 
 def load_stored_run(q: LakeQueries, run_id: str) -> StoredRun:
     """The golden cases, captures and scoring settings a run landed with."""
-    row = q.con.sql("SELECT config_json, embedder, index_info FROM runs WHERE run_id = $r", params={"r": run_id}).fetchall()
+    row = q.con.sql(
+        "SELECT config_json, embedder, index_info FROM runs WHERE run_id = $r", params={"r": run_id}
+    ).fetchall()
     if not row:
         raise ConfigError(f"no run {run_id} in the lake")
     config_json, embedder, index_info = row[0]
@@ -76,8 +83,10 @@ def load_stored_run(q: LakeQueries, run_id: str) -> StoredRun:
     stored = fetch(q.con, "SELECT case_id, golden_case FROM cases WHERE run_id = $r ORDER BY case_id", r=run_id)
     missing = [cid for cid, golden in stored if not golden]
     if missing:
-        raise ConfigError(f"run {run_id} was landed before cases kept their golden case ({len(missing)} cases); "
-                          "evaluate it again with replay-run:{run_id} instead")
+        raise ConfigError(
+            f"run {run_id} was landed before cases kept their golden case ({len(missing)} cases); "
+            "evaluate it again with replay-run:{run_id} instead"
+        )
     cases = [GoldenCase.model_validate_json(golden) for _, golden in stored]
     replay = ReplayRun(run_id, q.lake)
     captures = replay.capture(cases)
@@ -85,16 +94,22 @@ def load_stored_run(q: LakeQueries, run_id: str) -> StoredRun:
     return StoredRun(run_id, config, cases, captures, embedder, docs, run_config)
 
 
-def plan_rescore(q: LakeQueries, run_ids: list[str], metrics: list[Metric], *, embedder_key: str | None,
-                 judge_model: str | None) -> list[Decision]:
+def plan_rescore(
+    q: LakeQueries, run_ids: list[str], metrics: list[Metric], *, embedder_key: str | None, judge_model: str | None
+) -> list[Decision]:
     """What to recompute, metric by metric, and why."""
-    rows = fetch(q.con, """
-        SELECT run_id, metric, list(DISTINCT metric_version), list(DISTINCT embedder) FILTER (WHERE embedder IS NOT NULL),
+    rows = fetch(
+        q.con,
+        """
+        SELECT run_id, metric, list(DISTINCT metric_version),
+               list(DISTINCT embedder) FILTER (WHERE embedder IS NOT NULL),
                list(DISTINCT judge_model) FILTER (WHERE judge_model IS NOT NULL),
                list(DISTINCT prompt_id || '@' || prompt_version) FILTER (WHERE prompt_id IS NOT NULL),
                count(*) FILTER (WHERE status IN ('judge_error', 'skipped') AND reason <> 'no_judge'),
                count(*) FILTER (WHERE reason = 'no_judge')
-        FROM scores_latest WHERE list_contains($runs, run_id) GROUP BY ALL""", runs=list(run_ids))
+        FROM scores_latest WHERE list_contains($runs, run_id) GROUP BY ALL""",
+        runs=list(run_ids),
+    )
     stored = {(r[0], r[1]): r[2:] for r in rows}
     out = []
     for run_id in run_ids:
@@ -142,8 +157,11 @@ def summarize(decisions: list[Decision]) -> dict[str, Any]:
     by_reason: dict[str, int] = defaultdict(int)
     for d in decisions:
         by_reason[d.reason] += 1
-    return {"recompute": sum(d.compute for d in decisions), "keep": sum(not d.compute for d in decisions),
-            "by_reason": dict(by_reason)}
+    return {
+        "recompute": sum(d.compute for d in decisions),
+        "keep": sum(not d.compute for d in decisions),
+        "by_reason": dict(by_reason),
+    }
 
 
 def new_scoring_id(run_id: str, metrics: list[str]) -> str:

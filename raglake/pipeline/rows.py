@@ -66,20 +66,35 @@ def capture_hash(capture: Capture) -> str:
 def _case_row(case: GoldenCase, cap: Capture) -> dict[str, Any]:
     lat = cap.latency_ms
     return {
-        "case_id": case.id, "question": case.question, "reference_answer": case.reference_answer,
-        "answerable": case.answerable, "category": case.category, "difficulty": case.difficulty,
-        "tags": list(case.tags), "vault": case.vault, "expected_action": case.expected_action,
-        "recency_conflict_rule": case.recency_conflict_rule, "n_gold_supports": len(case.gold_supports),
+        "case_id": case.id,
+        "question": case.question,
+        "reference_answer": case.reference_answer,
+        "answerable": case.answerable,
+        "category": case.category,
+        "difficulty": case.difficulty,
+        "tags": list(case.tags),
+        "vault": case.vault,
+        "expected_action": case.expected_action,
+        "recency_conflict_rule": case.recency_conflict_rule,
+        "n_gold_supports": len(case.gold_supports),
         "gold_supports": json.dumps([s.model_dump(mode="json") for s in case.gold_supports]),
         "metadata": json.dumps(case.metadata, default=str),
-        "method": cap.method, "capture_status": cap.status, "capture_error": cap.error,
-        "answer": cap.answer, "abstained": cap.abstained,
+        "method": cap.method,
+        "capture_status": cap.status,
+        "capture_error": cap.error,
+        "answer": cap.answer,
+        "abstained": cap.abstained,
         "references": json.dumps([r.model_dump(mode="json") for r in cap.references]),
-        "n_retrieved": len(cap.retrieved), "folder_mode": cap.folder_mode,
+        "n_retrieved": len(cap.retrieved),
+        "folder_mode": cap.folder_mode,
         "selected_folders": list(cap.selected_folders),
-        "latency_folder_selection_ms": lat.folder_selection, "latency_retrieval_ms": lat.retrieval,
-        "latency_generation_ms": lat.generation, "latency_total_ms": lat.total, "latency_wall_ms": lat.wall,
-        "capture_hash": capture_hash(cap), "capture_attempts": cap.attempts,
+        "latency_folder_selection_ms": lat.folder_selection,
+        "latency_retrieval_ms": lat.retrieval,
+        "latency_generation_ms": lat.generation,
+        "latency_total_ms": lat.total,
+        "latency_wall_ms": lat.wall,
+        "capture_hash": capture_hash(cap),
+        "capture_attempts": cap.attempts,
         "golden_case": case.model_dump_json(),
     }
 
@@ -87,8 +102,12 @@ def _case_row(case: GoldenCase, cap: Capture) -> dict[str, Any]:
 def cases_table(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> pa.Table:
     """One row per case: the golden case and its capture."""
     rows = [_case_row(case, cap) for case, cap in zip(cases, captures)]
-    return to_arrow(TABLES["cases"], {name: [r[name] for r in rows] for name in rows[0]} if rows else
-                    {name: [] for name in TABLES["cases"].schema.names})
+    return to_arrow(
+        TABLES["cases"],
+        {name: [r[name] for r in rows] for name in rows[0]}
+        if rows
+        else {name: [] for name in TABLES["cases"].schema.names},
+    )
 
 
 def scores_table(scored: ScoredBatch, scoring_id: str, scored_at: dt.datetime) -> pa.Table:
@@ -101,16 +120,28 @@ def scores_table(scored: ScoredBatch, scoring_id: str, scored_at: dt.datetime) -
 
 
 def run_metrics_table(values: Sequence[RunValue], versions: dict[str, str]) -> pa.Table:
-    return to_arrow(TABLES["run_metrics"], {
-        "metric": [v.metric for v in values], "stage": [v.stage for v in values],
-        "value": [v.value for v in values], "n": [v.n for v in values], "unit": [v.unit for v in values],
-        "metric_version": [versions.get(v.metric) for v in values],
-    })
+    return to_arrow(
+        TABLES["run_metrics"],
+        {
+            "metric": [v.metric for v in values],
+            "stage": [v.stage for v in values],
+            "value": [v.value for v in values],
+            "n": [v.n for v in values],
+            "unit": [v.unit for v in values],
+            "metric_version": [versions.get(v.metric) for v in values],
+        },
+    )
 
 
-def run_tables(run: RunRecord, cases: Sequence[GoldenCase], captures: Sequence[Capture], scored: ScoredBatch,
-               run_values: Sequence[RunValue], scoring_id: str,
-               coverage: dict[str, list[Any]] | None = None) -> dict[str, pa.Table]:
+def run_tables(
+    run: RunRecord,
+    cases: Sequence[GoldenCase],
+    captures: Sequence[Capture],
+    scored: ScoredBatch,
+    run_values: Sequence[RunValue],
+    scoring_id: str,
+    coverage: dict[str, list[Any]] | None = None,
+) -> dict[str, pa.Table]:
     """Every run-partitioned table's rows for one run."""
     tables = {
         "cases": cases_table(cases, captures),
@@ -124,9 +155,16 @@ def run_tables(run: RunRecord, cases: Sequence[GoldenCase], captures: Sequence[C
     return tables
 
 
-def land_scored_run(lake: Lake, run: RunRecord, cases: Sequence[GoldenCase], captures: Sequence[Capture],
-                    scored: ScoredBatch, run_values: Sequence[RunValue], scoring_id: str,
-                    coverage: dict[str, list[Any]] | None = None) -> None:
+def land_scored_run(
+    lake: Lake,
+    run: RunRecord,
+    cases: Sequence[GoldenCase],
+    captures: Sequence[Capture],
+    scored: ScoredBatch,
+    run_values: Sequence[RunValue],
+    scoring_id: str,
+    coverage: dict[str, list[Any]] | None = None,
+) -> None:
     """Build the run's rows and land them (raglake.lake.landing.land_run: the runs row last)."""
     tables = run_tables(run, cases, captures, scored, run_values, scoring_id, coverage)
     land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems={"scores": scoring_id})

@@ -22,7 +22,9 @@ class RunnerSpec:
         text = (spec or "thread").strip()
         kind, _, address = text.partition(":")
         if kind not in RUNNER_KINDS:
-            raise ConfigError(f"unknown runner {text!r}: use thread, dask or dask:ADDRESS{did_you_mean(kind, RUNNER_KINDS)}")
+            raise ConfigError(
+                f"unknown runner {text!r}: use thread, dask or dask:ADDRESS{did_you_mean(kind, RUNNER_KINDS)}"
+            )
         if kind == "thread" and address:
             raise ConfigError(f"the thread runner takes no address (got {text!r})")
         if workers < 1:

@@ -53,8 +53,16 @@ def score_context(ctx: CaseContext, metrics: Sequence[Metric]) -> list[tuple[Met
     return [(m, precondition(m, ctx.case, ctx.capture) or m.fn(ctx)) for m in metrics]
 
 
-def score_one(case: GoldenCase, capture: Capture, metric: str, *, k: int = 5, require_snippets: bool = False,
-              encoder: Any = None, **settings: Any) -> Score:
+def score_one(
+    case: GoldenCase,
+    capture: Capture,
+    metric: str,
+    *,
+    k: int = 5,
+    require_snippets: bool = False,
+    encoder: Any = None,
+    **settings: Any,
+) -> Score:
     """One metric for one case (handy in notebooks and tests); embedding metrics use `encoder`, or
     the default embedder without a disk cache."""
     metrics = [get_metric(metric)]
@@ -103,8 +111,17 @@ def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
 
 def _add_chunks(out: dict[str, list[Any]], ctx: CaseContext) -> None:
     for chunk, matched in zip(ctx.capture.retrieved, ctx.chunk_matches):
-        values = (ctx.case.id, chunk.rank, chunk.rel_path, heading_string(chunk.heading_path), chunk.text,
-                  chunk.score, chunk.chunk_id, chunk.rank <= ctx.k, sorted(matched))
+        values = (
+            ctx.case.id,
+            chunk.rank,
+            chunk.rel_path,
+            heading_string(chunk.heading_path),
+            chunk.text,
+            chunk.score,
+            chunk.chunk_id,
+            chunk.rank <= ctx.k,
+            sorted(matched),
+        )
         for col, value in zip(CHUNK_COLUMNS, values):
             out[col].append(value)
 
@@ -127,8 +144,14 @@ def score_batch(
     embeddings = prepare_embeddings(pairs, metrics, config, encoder, idf)
     batch = ScoredBatch()
     for case, capture in pairs:
-        ctx = CaseContext(case, capture, config, known_docs=known_docs, embeddings=embeddings,
-                          judge=None if judge is None else judge.get(case.id, {}))
+        ctx = CaseContext(
+            case,
+            capture,
+            config,
+            known_docs=known_docs,
+            embeddings=embeddings,
+            judge=None if judge is None else judge.get(case.id, {}),
+        )
         _add_scores(batch.scores, case.id, score_context(ctx, metrics))
         _add_labels(batch.labels, ctx)
         _add_chunks(batch.chunks, ctx)

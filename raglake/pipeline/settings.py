@@ -10,9 +10,9 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from raglake.errors import ConfigError
 from raglake.judge.config import JudgeConfig, load_prices
@@ -38,9 +38,13 @@ RUN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 
 # CLI option of a settings field, where it is not "--" + the field name with dashes
 OPTION_NAMES = {
-    "judge.requests_per_minute": "--judge-rpm", "judge.tokens_per_minute": "--judge-tpm",
-    "judge.timeout_s": "--judge-timeout", "judge.max_cost_usd": "--judge-max-cost",
-    "spot_check.minimum": "--spot-check-min", "run_ids": "RUNS", "all_runs": "--all",
+    "judge.requests_per_minute": "--judge-rpm",
+    "judge.tokens_per_minute": "--judge-tpm",
+    "judge.timeout_s": "--judge-timeout",
+    "judge.max_cost_usd": "--judge-max-cost",
+    "spot_check.minimum": "--spot-check-min",
+    "run_ids": "RUNS",
+    "all_runs": "--all",
 }
 
 
@@ -126,6 +130,10 @@ def _runner(spec: str) -> str:
         raise ValueError(str(e)) from None
 
 
+MetricNames = Annotated[list[str] | None, AfterValidator(_known_metrics)]
+RunnerSpecText = Annotated[str, AfterValidator(_runner)]
+
+
 class RunSettings(_Settings):
     """One evaluation run: what the `run` command's options, the `evaluate` flow and the plan share."""
 
@@ -135,32 +143,23 @@ class RunSettings(_Settings):
     lake: str | None = None
     run_id: str | None = None
     labels: str | None = None
-    metrics: list[str] | None = None
+    metrics: MetricNames = None
     require_snippets: bool = False
     batch_size: int = Field(100, ge=1)
     results: str | None = None
     embedder: str | None = None
-    runner: str = "thread"
+    runner: RunnerSpecText = "thread"
     scoring: ScoringSettings = ScoringSettings()
     judge: JudgeSettings | None = None
     spot_check: SpotCheckSettings | None = None
-
-    @field_validator("metrics")
-    @classmethod
-    def check_metrics(cls, names: list[str] | None) -> list[str] | None:
-        return _known_metrics(names)
-
-    @field_validator("runner")
-    @classmethod
-    def check_runner(cls, spec: str) -> str:
-        return _runner(spec)
 
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, value: str | None) -> str | None:
         if value is not None and not RUN_ID.match(value):
-            raise ValueError(f"run id {value!r} must start with a letter and use only letters, digits, "
-                             "'.', '_' and '-'")
+            raise ValueError(
+                f"run id {value!r} must start with a letter and use only letters, digits, '.', '_' and '-'"
+            )
         return value
 
     @model_validator(mode="after")
@@ -188,34 +187,26 @@ class RescoreSettings(_Settings):
     since: dt.date | None = None
     until: dt.date | None = None
     all_runs: bool = False
-    metrics: list[str] | None = None
+    metrics: MetricNames = None
     lake: str | None = None
     embedder: str | None = None
     judge: JudgeSettings | None = None
     batch_size: int = Field(100, ge=1)
     dry_run: bool = False
-    force: bool = Field(False, description="recompute every selected metric, changed or not (judge metrics only "
-                                           "with a judge)")
-    runner: str = "thread"
-
-    @field_validator("metrics")
-    @classmethod
-    def check_metrics(cls, names: list[str] | None) -> list[str] | None:
-        return _known_metrics(names)
-
-    @field_validator("runner")
-    @classmethod
-    def check_runner(cls, spec: str) -> str:
-        return _runner(spec)
-
+    force: bool = Field(
+        False, description="recompute every selected metric, changed or not (judge metrics only with a judge)"
+    )
+    runner: RunnerSpecText = "thread"
 
     def decide(self, decisions: list[Decision]) -> list[Decision]:
         """The decisions with --force applied: everything recomputed, but judge metrics without a judge
         (recomputing them would only replace their values by `skipped`)."""
         if not self.force:
             return decisions
-        return [d if d.compute or d.reason == KEPT_NO_JUDGE else Decision(d.run_id, d.metric, True, "forced")
-                for d in decisions]
+        return [
+            d if d.compute or d.reason == KEPT_NO_JUDGE else Decision(d.run_id, d.metric, True, "forced")
+            for d in decisions
+        ]
 
 
 def build(model: type[_Settings], **values: Any) -> Any:
@@ -234,5 +225,6 @@ def _describe(err: Any) -> str:
     if not path:
         return message
     option = OPTION_NAMES.get(path) or "--" + path.replace("spot_check.", "spot_check_").replace(
-        "judge.", "judge_").replace("scoring.", "").replace("_", "-")
+        "judge.", "judge_"
+    ).replace("scoring.", "").replace("_", "-")
     return f"{option}: {message}"

@@ -34,30 +34,55 @@ def summary_table(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> list[di
     """The run's headline metrics (retrieval, abstention, embedding, judge; those with ok values), in
     the registry's order: metric, family, n, mean, ci_low, ci_high, and the cases not scored."""
     headline, _ = headline_rows(q, run_id, n_boot=n_boot)
-    return [{"metric": r["metric"], "family": r["family"], "higher_is_better": r["higher_is_better"], "n": r["n"],
-             "mean": _r(r["mean"]), "ci_low": _r(r["ci_low"]), "ci_high": _r(r["ci_high"]),
-             "not_scored": r["n_rows"] - r["n"]}
-            for r in headline if r["family"] in ARTIFACT_FAMILIES]
+    return [
+        {
+            "metric": r["metric"],
+            "family": r["family"],
+            "higher_is_better": r["higher_is_better"],
+            "n": r["n"],
+            "mean": _r(r["mean"]),
+            "ci_low": _r(r["ci_low"]),
+            "ci_high": _r(r["ci_high"]),
+            "not_scored": r["n_rows"] - r["n"],
+        }
+        for r in headline
+        if r["family"] in ARTIFACT_FAMILIES
+    ]
 
 
 def summary_markdown(q: LakeQueries, run_id: str, against: str | None = None, *, n_boot: int = 1000) -> str:
     """A run in Markdown: what ran, its headline metrics with 95% CIs, its latency and failure rates,
     and with `against` the overall comparison with that baseline plus the slices that regressed."""
     info = run_info(q, run_id)
-    lines = [f"# raglake run `{run_id}` · {_md(info['target_name'])}", "",
-             (f"dataset **{_md(info['dataset_name'])}** ({info['n_cases']} cases, k={info['k']}) · started "
-              f"{info['started_at']:%Y-%m-%d %H:%M %Z} · embedder `{_md(info['embedder'])}` · judge "
-              f"`{_md(info['judge_models'])}` · index_version `{_md(info['index_version'])}`"), "",
-             "| metric | family | n | mean | 95% CI | not scored |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"# raglake run `{run_id}` · {_md(info['target_name'])}",
+        "",
+        (
+            f"dataset **{_md(info['dataset_name'])}** ({info['n_cases']} cases, k={info['k']}) · started "
+            f"{info['started_at']:%Y-%m-%d %H:%M %Z} · embedder `{_md(info['embedder'])}` · judge "
+            f"`{_md(info['judge_models'])}` · index_version `{_md(info['index_version'])}`"
+        ),
+        "",
+        "| metric | family | n | mean | 95% CI | not scored |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
     for r in summary_table(q, run_id, n_boot=n_boot):
         arrow = "" if r["higher_is_better"] is None else (" ↑" if r["higher_is_better"] else " ↓")
-        lines.append(f"| `{r['metric']}`{arrow} | {r['family']} | {r['n']} | {_md(r['mean'])} | "
-                     f"[{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {r['not_scored']} |")
+        lines.append(
+            f"| `{r['metric']}`{arrow} | {r['family']} | {r['n']} | {_md(r['mean'])} | "
+            f"[{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {r['not_scored']} |"
+        )
     shown = {m.name for m in all_metrics(level="run") if m.headline}
     figures = [f for f in q.figures([run_id]) if f["metric"] in shown and f["stage"] in (None, "total")]
     if figures:
-        lines += ["", "**Run figures:** " + " · ".join(
-            f"{f['metric']}{'' if f['stage'] is None else ' (' + f['stage'] + ')'} {_md(f['value'])}" for f in figures)]
+        lines += [
+            "",
+            "**Run figures:** "
+            + " · ".join(
+                f"{f['metric']}{'' if f['stage'] is None else ' (' + f['stage'] + ')'} {_md(f['value'])}"
+                for f in figures
+            ),
+        ]
     if against:
         lines += _comparison_lines(q, against, run_id, n_boot=n_boot)
     return "\n".join(lines) + "\n"
@@ -67,21 +92,34 @@ def _comparison_lines(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: 
     cmp = comparison(q, baseline_id, run_id, n_boot=n_boot)
     worse = [r for r in cmp.overall if r["regression"]]
     better = [r for r in cmp.overall if r["improvement"]]
-    lines = ["", f"## Against `{baseline_id}` · {_md(cmp.baseline['target_name'])}", "",
-             f"{len(worse)} metric(s) worse, {len(better)} better overall (95% paired bootstrap CI excludes 0)."
-             + (" **The index changed between the runs.**" if cmp.index_changed else ""), "",
-             "| metric | pairs | baseline | candidate | Δ | 95% CI | verdict |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        "",
+        f"## Against `{baseline_id}` · {_md(cmp.baseline['target_name'])}",
+        "",
+        f"{len(worse)} metric(s) worse, {len(better)} better overall (95% paired bootstrap CI excludes 0)."
+        + (" **The index changed between the runs.**" if cmp.index_changed else ""),
+        "",
+        "| metric | pairs | baseline | candidate | Δ | 95% CI | verdict |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in cmp.overall:
         if r["family"] not in ARTIFACT_FAMILIES:
             continue
         verdict = "**worse**" if r["regression"] else "better" if r["improvement"] else "no clear change"
-        lines.append(f"| `{r['metric']}` | {r['n_pairs']} | {_md(r['mean_a'])} | {_md(r['mean_b'])} | "
-                     f"{_md(r['diff'])} | [{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {verdict} |")
+        lines.append(
+            f"| `{r['metric']}` | {r['n_pairs']} | {_md(r['mean_a'])} | {_md(r['mean_b'])} | "
+            f"{_md(r['diff'])} | [{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {verdict} |"
+        )
     slices = [r for r in cmp.flagged if r["regression"]]
     if slices:
-        lines += ["", f"Slices that regressed: {cmp.n_regressed}"
-                  + (f" (the {MAX_SLICE_LINES} largest)" if len(slices) > MAX_SLICE_LINES else "")]
-        lines += [f"- `{r['metric']}` on {_md(r['dimension'])}={_md(r['slice'])}: {_md(r['mean_a'])} → "
-                  f"{_md(r['mean_b'])} (Δ {_md(r['diff'])}, n={r['n_pairs']})" for r in slices[:MAX_SLICE_LINES]]
+        lines += [
+            "",
+            f"Slices that regressed: {cmp.n_regressed}"
+            + (f" (the {MAX_SLICE_LINES} largest)" if len(slices) > MAX_SLICE_LINES else ""),
+        ]
+        lines += [
+            f"- `{r['metric']}` on {_md(r['dimension'])}={_md(r['slice'])}: {_md(r['mean_a'])} → "
+            f"{_md(r['mean_b'])} (Δ {_md(r['diff'])}, n={r['n_pairs']})"
+            for r in slices[:MAX_SLICE_LINES]
+        ]
     return lines

@@ -23,8 +23,14 @@ DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
 MAX_SLICES = 20
 CHAR_IN = 0.07  # inches per character of an 8 pt label, generous: the browser's own font draws the text
 PANEL_COLUMNS = 4
-RC = {"svg.fonttype": "none", "font.size": 8, "axes.titlesize": 8.5, "axes.spines.top": False,
-      "axes.spines.right": False, "svg.image_inline": True}
+RC = {
+    "svg.fonttype": "none",
+    "font.size": 8,
+    "axes.titlesize": 8.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.image_inline": True,
+}
 
 WHISKER = {"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"}
 
@@ -37,15 +43,18 @@ _GROUP_ID = re.compile(r'\s+id="[A-Za-z][\w.]*_\d+"')  # axes_1, patch_3 …: ne
 
 def _styled(make: Callable[..., str | None]) -> Callable[..., str | None]:
     """Run a chart function under the report's rc settings (fonts are fixed when text is created)."""
+
     @functools.wraps(make)
     def wrapper(*args: Any, **kwargs: Any) -> str | None:
         with matplotlib.rc_context(RC):
             return make(*args, **kwargs)
+
     return wrapper
 
 
-def _grid(labels: Sequence[str], lines: int, cols: int, *, panel_w: float, titled: bool = False,
-          xlabel: bool = False) -> tuple[Figure, Any]:
+def _grid(
+    labels: Sequence[str], lines: int, cols: int, *, panel_w: float, titled: bool = False, xlabel: bool = False
+) -> tuple[Figure, Any]:
     """A figure of lines × cols panels sharing the y axis (one bar per label), its margins set in
     inches from the labels' length (tight_layout would measure every text: half the drawing time)."""
     left = 0.2 + CHAR_IN * max(len(s) for s in labels)
@@ -54,9 +63,20 @@ def _grid(labels: Sequence[str], lines: int, cols: int, *, panel_w: float, title
     width = left + cols * panel_w + (cols - 1) * gap_w + right
     height = top + lines * panel_h + (lines - 1) * gap_h + bottom
     fig = Figure(figsize=(width, height))
-    axes = fig.subplots(lines, cols, sharey=True, squeeze=False, gridspec_kw={
-        "left": left / width, "right": 1 - right / width, "top": 1 - top / height, "bottom": bottom / height,
-        "wspace": gap_w / panel_w, "hspace": gap_h / panel_h})
+    axes = fig.subplots(
+        lines,
+        cols,
+        sharey=True,
+        squeeze=False,
+        gridspec_kw={
+            "left": left / width,
+            "right": 1 - right / width,
+            "top": 1 - top / height,
+            "bottom": bottom / height,
+            "wspace": gap_w / panel_w,
+            "hspace": gap_h / panel_h,
+        },
+    )
     return fig, axes
 
 
@@ -112,8 +132,9 @@ def ordered_slices(dimension: str, rows: Sequence[dict[str, Any]], limit: int = 
 
 
 @_styled
-def breakdown_chart(dimension: str, rows: Sequence[dict[str, Any]], metrics: Sequence[str],
-                    info: dict[str, dict[str, Any]], salt: str) -> str | None:
+def breakdown_chart(
+    dimension: str, rows: Sequence[dict[str, Any]], metrics: Sequence[str], info: dict[str, dict[str, Any]], salt: str
+) -> str | None:
     """Small multiples: one panel per metric, one bar per slice (mean, 95% CI whisker, n at the end)."""
     rows = [r for r in rows if r["metric"] in metrics and r["mean"] is not None]
     metrics = [m for m in metrics if any(r["metric"] == m for r in rows)]
@@ -129,8 +150,14 @@ def breakdown_chart(dimension: str, rows: Sequence[dict[str, Any]], metrics: Seq
     for ax, metric in zip(axes.flat, metrics):
         cells = [by_key.get((metric, s)) for s in slices]
         shown = [(y, c) for y, c in zip(ys, cells) if c]
-        ax.barh([y for y, _ in shown], [c["mean"] for _, c in shown], color=BAR, height=0.7,
-                xerr=_whiskers([c for _, c in shown], "mean"), error_kw=WHISKER)
+        ax.barh(
+            [y for y, _ in shown],
+            [c["mean"] for _, c in shown],
+            color=BAR,
+            height=0.7,
+            xerr=_whiskers([c for _, c in shown], "mean"),
+            error_kw=WHISKER,
+        )
         x0, x1 = _limits(info.get(metric, {}).get("scale"), [c for _, c in shown], room=1.3)
         ax.set_xlim(x0, x1)
         ax.set_xticks(_ticks(x0, info.get(metric, {}).get("scale")))
@@ -139,7 +166,7 @@ def breakdown_chart(dimension: str, rows: Sequence[dict[str, Any]], metrics: Seq
         ax.set_title(metric + arrow(info.get(metric, {}).get("higher_is_better")), loc="left")
         ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
         ax.set_axisbelow(True)
-    for ax in list(axes.flat)[len(metrics):]:
+    for ax in list(axes.flat)[len(metrics) :]:
         ax.set_visible(False)
     axes[0][0].set_yticks(ys, labels=labels)
     axes[0][0].set_ylim(len(ys) - 0.5, -0.5)  # top to bottom

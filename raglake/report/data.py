@@ -18,8 +18,10 @@ BREAKDOWN_DIMENSIONS = ("category", "tag", "difficulty", "answerable")
 CHART_TITLES = {"retrieval": "retrieval and abstention", "abstention": "retrieval and abstention"}
 MAX_WORST_METRICS = 6
 MAX_FLAGGED = 200
-NO_JUDGE_NOTE = ("{n} judge metric value(s) were skipped: no judge was configured for this run "
-                 "(raglake run --judge-base-url URL --judge-model NAME, or --judge local).")
+NO_JUDGE_NOTE = (
+    "{n} judge metric value(s) were skipped: no judge was configured for this run "
+    "(raglake run --judge-base-url URL --judge-model NAME, or --judge local)."
+)
 
 
 def registry_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -114,8 +116,9 @@ def comparison(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: int = 1
     return Comparison(run_info(q, baseline_id), overall, flagged[:MAX_FLAGGED], len(flagged), n_regressed, changed)
 
 
-def gather(q: LakeQueries, run_id: str, against: str | None = None, *, worst: int = 10,
-           n_boot: int = 1000) -> ReportData:
+def gather(
+    q: LakeQueries, run_id: str, against: str | None = None, *, worst: int = 10, n_boot: int = 1000
+) -> ReportData:
     """Everything the report shows about `run_id` (and, with `against`, its comparison with that baseline)."""
     if worst < 0:
         raise ConfigError(f"--worst must be 0 or more, got {worst}")
@@ -130,11 +133,20 @@ def gather(q: LakeQueries, run_id: str, against: str | None = None, *, worst: in
         slices[by] = [r for r in q.metric_ci(run_id, by, n_boot=n_boot) if r["metric"] in charted]
     have = {r["metric"] for r in headline}
     worst_metrics = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have]
-    data = ReportData(run=info, headline=headline, unscored=unscored, slices=slices, chart_groups=groups,
-                      figures=q.figures([run_id]), coverage=q.coverage(run_id),
-                      worst=worst_cases(q, run_id, worst_metrics[:MAX_WORST_METRICS], worst), worst_n=worst)
-    no_judge = sum(r["n_skipped"] for r in unscored + headline
-                   if r["family"] == "judge" and r["main_reason"] == "no_judge")
+    data = ReportData(
+        run=info,
+        headline=headline,
+        unscored=unscored,
+        slices=slices,
+        chart_groups=groups,
+        figures=q.figures([run_id]),
+        coverage=q.coverage(run_id),
+        worst=worst_cases(q, run_id, worst_metrics[:MAX_WORST_METRICS], worst),
+        worst_n=worst,
+    )
+    no_judge = sum(
+        r["n_skipped"] for r in unscored + headline if r["family"] == "judge" and r["main_reason"] == "no_judge"
+    )
     if no_judge:
         data.notes.append(NO_JUDGE_NOTE.format(n=no_judge))
     budget = sum(r["n_skipped"] for r in unscored + headline if r["main_reason"] == "budget")
@@ -143,8 +155,10 @@ def gather(q: LakeQueries, run_id: str, against: str | None = None, *, worst: in
     if against is not None:
         data.comparison = comparison(q, against, run_id, n_boot=n_boot)
         if data.comparison.index_changed:
-            data.notes.append(f"the index changed between the runs (index_version "
-                              f"{data.comparison.baseline['index_version'] or '–'} → {info['index_version'] or '–'})")
+            data.notes.append(
+                f"the index changed between the runs (index_version "
+                f"{data.comparison.baseline['index_version'] or '–'} → {info['index_version'] or '–'})"
+            )
         if data.comparison.baseline["dataset_hash"] != info["dataset_hash"]:
             data.notes.append("the runs used different golden sets: only the cases they share are compared")
     return data

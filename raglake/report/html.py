@@ -64,8 +64,13 @@ def pretty_json(text: str | None) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True)
+    env = jinja2.Environment(
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.filters.update(num=num, figure_value=figure_value, coverage_value=coverage_value, pretty_json=pretty_json)
     env.globals.update(arrow=charts.arrow)
     return env
@@ -82,21 +87,30 @@ def _charts(data: ReportData) -> dict[str, Any]:
     breakdown: dict[str, list[tuple[str, Markup]]] = {}
     for dimension in BREAKDOWN_DIMENSIONS:
         for title, metrics in data.chart_groups.items():
-            svg = charts.breakdown_chart(dimension, data.slices.get(dimension, []), metrics, info,
-                                         salt=f"{dimension}-{title}")
+            svg = charts.breakdown_chart(
+                dimension, data.slices.get(dimension, []), metrics, info, salt=f"{dimension}-{title}"
+            )
             if svg:
                 breakdown.setdefault(dimension, []).append((title, Markup(svg)))
     overall = charts.overall_chart(data.headline, salt="overall")
     diff = charts.diff_chart(data.comparison.overall, salt="diff") if data.comparison else None
-    return {"breakdown": breakdown, "overall": Markup(overall) if overall else None,
-            "diff": Markup(diff) if diff else None}
+    return {
+        "breakdown": breakdown,
+        "overall": Markup(overall) if overall else None,
+        "diff": Markup(diff) if diff else None,
+    }
 
 
 def render(data: ReportData) -> str:
     n_tags = len({r["slice"] for r in data.slices.get("tag", [])})
     return _template().render(
-        d=data, charts=_charts(data), dimensions=BREAKDOWN_DIMENSIONS, max_slices=charts.MAX_SLICES,
-        n_tags=n_tags, snippet_chars=SNIPPET_CHARS, version=getattr(raglake, "__version__", ""),
+        d=data,
+        charts=_charts(data),
+        dimensions=BREAKDOWN_DIMENSIONS,
+        max_slices=charts.MAX_SLICES,
+        n_tags=n_tags,
+        snippet_chars=SNIPPET_CHARS,
+        version=getattr(raglake, "__version__", ""),
         generated=data.generated_at.strftime("%Y-%m-%d %H:%M UTC"),
     )
 
@@ -107,8 +121,9 @@ def check_output(path: str | Path) -> Path:
     if not path.parent.is_dir():
         raise ConfigError(f"cannot write the report to {path}: the folder {path.parent} does not exist")
     if path.is_dir():
-        raise ConfigError(f"cannot write the report to {path}: it is a folder; "
-                          f"give a file name (e.g. {path / 'report.html'})")
+        raise ConfigError(
+            f"cannot write the report to {path}: it is a folder; give a file name (e.g. {path / 'report.html'})"
+        )
     return path
 
 

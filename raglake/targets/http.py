@@ -53,8 +53,11 @@ class HttpTarget:
         done = journal.completed(cases) if journal else {}
         progress.advance("captures", len(done))  # journalled earlier: not asked again
         todo = [c for c in cases if c.id not in done]
-        fresh = asyncio.run(capture_all(self.config, todo, self.k, journal.append if journal else None,
-                                        self.limit)) if todo else []
+        fresh = (
+            asyncio.run(capture_all(self.config, todo, self.k, journal.append if journal else None, self.limit))
+            if todo
+            else []
+        )
         by_id = {**done, **{c.case_id: c for c in fresh}}
         return [by_id[c.id] for c in cases]
 
@@ -70,8 +73,9 @@ class HttpTarget:
         field = "manifest_url" if self.config.manifest_url else "manifest_file"
         try:
             if self.config.manifest_url:
-                response = httpx.get(self.config.manifest_url, headers=self.config.resolved_headers(),
-                                     timeout=self.config.timeout_s)
+                response = httpx.get(
+                    self.config.manifest_url, headers=self.config.resolved_headers(), timeout=self.config.timeout_s
+                )
                 response.raise_for_status()
                 data = json_body(response)
             else:
@@ -80,6 +84,12 @@ class HttpTarget:
                     path = self.config_path.parent / path
                 data = json.loads(path.read_text(encoding="utf-8"))
             self._manifest, self._manifest_loaded = IndexManifest.from_json(data), True
-        except (httpx.HTTPError, OSError, ValueError, RecursionError, TypeError) as e:  # ValueError: not JSON, not a manifest
+        except (
+            httpx.HTTPError,
+            OSError,
+            ValueError,
+            RecursionError,
+            TypeError,
+        ) as e:  # ValueError: not JSON, not a manifest
             raise self.config.problem(field, f"cannot read the index manifest from {source}: {e}") from None
         return self._manifest

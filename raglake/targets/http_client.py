@@ -115,34 +115,52 @@ def map_response(data: Any, config: HttpTargetConfig, case_id: str) -> dict[str,
     capture["abstained"] = _get(data, m.abstained, "abstained", (bool,))
     refs = _get(data, m.references, "references", (list,)) or []
     capture["references"] = [
-        {"rel_path": _get(r, m.reference.rel_path, "reference rel_path", (str,)) or "",
-         "heading_path": _get(r, m.reference.heading_path, "reference heading_path", (str, list))}
+        {
+            "rel_path": _get(r, m.reference.rel_path, "reference rel_path", (str,)) or "",
+            "heading_path": _get(r, m.reference.heading_path, "reference heading_path", (str, list)),
+        }
         for r in refs
     ]
     chunks = _get(data, m.retrieved, "retrieved chunks", (list,)) or []
     capture["retrieved"] = [
-        {"rank": (_get(c, m.chunk.rank, "chunk rank", (int,)) if m.chunk.rank else None) or i,
-         "rel_path": _get(c, m.chunk.rel_path, "chunk rel_path", (str,)) or "",
-         "heading_path": _get(c, m.chunk.heading_path, "chunk heading_path", (str, list)),
-         "text": _get(c, m.chunk.text, "chunk text", (str,)) or "",
-         "score": _get(c, m.chunk.score, "chunk score", (int, float)),
-         "chunk_id": _get(c, m.chunk.chunk_id, "chunk id", (str, int)) if m.chunk.chunk_id else None}
+        {
+            "rank": (_get(c, m.chunk.rank, "chunk rank", (int,)) if m.chunk.rank else None) or i,
+            "rel_path": _get(c, m.chunk.rel_path, "chunk rel_path", (str,)) or "",
+            "heading_path": _get(c, m.chunk.heading_path, "chunk heading_path", (str, list)),
+            "text": _get(c, m.chunk.text, "chunk text", (str,)) or "",
+            "score": _get(c, m.chunk.score, "chunk score", (int, float)),
+            "chunk_id": _get(c, m.chunk.chunk_id, "chunk id", (str, int)) if m.chunk.chunk_id else None,
+        }
         for i, c in enumerate(chunks, start=1)
     ]
     capture["folder_mode"] = _get(data, m.folder_mode, "folder_mode", (str,))
     capture["selected_folders"] = _get(data, m.selected_folders, "selected_folders", (list,)) or []
-    capture["latency_ms"] = {stage: _get(data, path, f"latency {stage}", (int, float))
-                             for stage, path in m.latency_ms.items()}
+    capture["latency_ms"] = {
+        stage: _get(data, path, f"latency {stage}", (int, float)) for stage, path in m.latency_ms.items()
+    }
     return capture
 
 
 def _values(case: GoldenCase, k: int) -> dict[str, Any]:
-    return {"question": case.question, "case_id": case.id, "category": case.category, "difficulty": case.difficulty,
-            "vault": case.vault, "tags": list(case.tags), "k": k}
+    return {
+        "question": case.question,
+        "case_id": case.id,
+        "category": case.category,
+        "difficulty": case.difficulty,
+        "vault": case.vault,
+        "tags": list(case.tags),
+        "k": k,
+    }
 
 
-async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, headers: dict[str, str],
-                        case: GoldenCase, k: int, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> Capture:
+async def fetch_capture(
+    client: httpx.AsyncClient,
+    config: HttpTargetConfig,
+    headers: dict[str, str],
+    case: GoldenCase,
+    k: int,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Capture:
     body = render_body(config.body, _values(case, k))
     request = {"json": body} if config.method != "GET" else {"params": body if isinstance(body, dict) else {}}
     start = time.perf_counter()
@@ -152,25 +170,34 @@ async def fetch_capture(client: httpx.AsyncClient, config: HttpTargetConfig, hea
         nonlocal count
         count += 1
         try:
-            response = await client.request(config.method, config.url, headers=headers, timeout=config.timeout_s,
-                                            **request)
+            response = await client.request(
+                config.method, config.url, headers=headers, timeout=config.timeout_s, **request
+            )
         except httpx.TimeoutException:
             return Failure(f"no response within {config.timeout_s:g} s", True, status="timeout")
         except httpx.TransportError as e:
             return Failure(f"connection error: {type(e).__name__}: {e}", True)
         return _capture(response, config, case, start, count)
 
-    outcome, attempts = await retry_async(attempt, Backoff(config.retries, config.backoff_s, config.max_backoff_s),
-                                          sleep=sleep)
+    outcome, attempts = await retry_async(
+        attempt, Backoff(config.retries, config.backoff_s, config.max_backoff_s), sleep=sleep
+    )
     if isinstance(outcome, Capture):
         return outcome
     wall = round((time.perf_counter() - start) * 1000, 3)
-    return Capture(case_id=case.id, status=outcome.status, error=f"{outcome.error} (after {attempts} attempt(s))",
-                   method=config.name, attempts=attempts, latency_ms={"wall": wall})
+    return Capture(
+        case_id=case.id,
+        status=outcome.status,
+        error=f"{outcome.error} (after {attempts} attempt(s))",
+        method=config.name,
+        attempts=attempts,
+        latency_ms={"wall": wall},
+    )
 
 
-def _capture(response: httpx.Response, config: HttpTargetConfig, case: GoldenCase, start: float,
-             attempts: int) -> Capture | Failure:
+def _capture(
+    response: httpx.Response, config: HttpTargetConfig, case: GoldenCase, start: float, attempts: int
+) -> Capture | Failure:
     """The capture one response maps onto, or why it does not (5xx and 429 may be retried, nothing else)."""
     code = response.status_code
     if code == 429 or code >= 500:
@@ -189,9 +216,13 @@ def _capture(response: httpx.Response, config: HttpTargetConfig, case: GoldenCas
         return Failure(f"response does not map onto a capture: {e}", False)
 
 
-async def capture_all(config: HttpTargetConfig, cases: list[GoldenCase], k: int,
-                      on_capture: Callable[[GoldenCase, Capture], None] | None = None,
-                      limit: SharedLimit | None = None) -> list[Capture]:
+async def capture_all(
+    config: HttpTargetConfig,
+    cases: list[GoldenCase],
+    k: int,
+    on_capture: Callable[[GoldenCase, Capture], None] | None = None,
+    limit: SharedLimit | None = None,
+) -> list[Capture]:
     """Every case once, results in case order; at most `concurrency` in flight under `limit` (the run's,
     shared by its batches) or, without one, in this call."""
     headers = config.resolved_headers()
@@ -199,6 +230,7 @@ async def capture_all(config: HttpTargetConfig, cases: list[GoldenCase], k: int,
     limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
 
     async with httpx.AsyncClient(limits=limits) as client:
+
         async def one(case: GoldenCase) -> Capture:
             async with limit:
                 try:

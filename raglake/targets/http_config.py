@@ -58,7 +58,9 @@ class ResponseMapping(_Strict):
         allowed = ("folder_selection", "retrieval", "generation", "total")
         bad = [k for k in v if k not in allowed]
         if bad:
-            raise ValueError(f"unknown latency stage {bad[0]!r}{did_you_mean(bad[0], allowed)}; stages: {', '.join(allowed)}")
+            raise ValueError(
+                f"unknown latency stage {bad[0]!r}{did_you_mean(bad[0], allowed)}; stages: {', '.join(allowed)}"
+            )
         return v
 
 
@@ -88,8 +90,10 @@ class HttpTargetConfig(_Strict):
     def secret_free(self) -> dict[str, Any]:
         """The config as recorded in the lake: header values are never stored, only their env-var names."""
         data = self.model_dump(mode="json")
-        data["headers"] = {k: "<from ${%s}>" % ", ".join(_ENV.findall(v)) if _ENV.search(v) else "<redacted>"
-                           for k, v in self.headers.items()}
+        data["headers"] = {
+            k: "<from ${%s}>" % ", ".join(_ENV.findall(v)) if _ENV.search(v) else "<redacted>"
+            for k, v in self.headers.items()
+        }
         return data
 
     def fingerprint(self) -> str:
@@ -99,7 +103,9 @@ class HttpTargetConfig(_Strict):
         def resolve(name: str, value: str) -> str:
             def env(m: re.Match[str]) -> str:
                 if m.group(1) not in os.environ:
-                    raise self.problem(f"headers.{name}", f"needs environment variable ${{{m.group(1)}}}, which is not set")
+                    raise self.problem(
+                        f"headers.{name}", f"needs environment variable ${{{m.group(1)}}}, which is not set"
+                    )
                 return os.environ[m.group(1)]
 
             return _ENV.sub(env, value)
@@ -141,8 +147,9 @@ def template_fields(template: Any) -> set[str]:
 def load_http_config(path: str | Path) -> HttpTargetConfig:
     """Read and validate a YAML or JSON config; errors name the file, the line and the field."""
     path = Path(path)
-    record, node = read_yaml_mapping(path, missing="http target config not found",
-                                     not_mapping="expected a mapping with at least `url`")
+    record, node = read_yaml_mapping(
+        path, missing="http target config not found", not_mapping="expected a mapping with at least `url`"
+    )
     config = validate_record(record, HttpTargetConfig, path)
     lines = {str(k): line for k, line in record.key_lines.items()}
     headers = next((v for k, v in node.value if k.value == "headers"), None)
@@ -152,6 +159,11 @@ def load_http_config(path: str | Path) -> HttpTargetConfig:
     unknown = template_fields(config.body) - set(TEMPLATE_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
-        raise InputError(str(path), record.key_lines.get("body"), "body",
-                         f"unknown placeholder {{{name}}}{did_you_mean(name, TEMPLATE_FIELDS)}; fields: {', '.join(TEMPLATE_FIELDS)}")
+        raise InputError(
+            str(path),
+            record.key_lines.get("body"),
+            "body",
+            f"unknown placeholder {{{name}}}{did_you_mean(name, TEMPLATE_FIELDS)}; "
+            f"fields: {', '.join(TEMPLATE_FIELDS)}",
+        )
     return config

@@ -48,7 +48,9 @@ class CaptureJournal:
         return {c.id: stored[c.id][1] for c in cases if c.id in stored and stored[c.id][0] == case_key(c, self.scope)}
 
     def append(self, case: GoldenCase, capture: Capture) -> None:
-        line = json.dumps({"case_key": case_key(case, self.scope), "capture": capture.model_dump(mode="json")}, ensure_ascii=False)
+        line = json.dumps(
+            {"case_key": case_key(case, self.scope), "capture": capture.model_dump(mode="json")}, ensure_ascii=False
+        )
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as f:

@@ -51,13 +51,19 @@ class ReplayFile(_ReplayBase):
         self.spec = f"replay:{path}"
         self._lines: dict[str, int] = {}
         imported = load_imported_captures(self.path)
-        pairs = imported if imported is not None else [
-            (r, validate_record(r, Capture, self.path)) for r in read_records(self.path, list_key="captures")
-        ]
+        pairs = (
+            imported
+            if imported is not None
+            else [(r, validate_record(r, Capture, self.path)) for r in read_records(self.path, list_key="captures")]
+        )
         for record, capture in pairs:
             if capture.case_id in self._by_id:
-                raise InputError(str(self.path), record.line, "case_id",
-                                 f"duplicate capture for case {capture.case_id!r} (first at line {self._lines[capture.case_id]})")
+                raise InputError(
+                    str(self.path),
+                    record.line,
+                    "case_id",
+                    f"duplicate capture for case {capture.case_id!r} (first at line {self._lines[capture.case_id]})",
+                )
             self._by_id[capture.case_id] = capture
             self._lines[capture.case_id] = record.line
         if not self._by_id:
@@ -76,8 +82,12 @@ class ReplayFile(_ReplayBase):
             return
         for case_id, line in self._lines.items():
             if case_id not in known:
-                raise InputError(str(self.path), line, "case_id",
-                                 f"no case {case_id!r} in golden set {golden.path}{did_you_mean(case_id, known)}")
+                raise InputError(
+                    str(self.path),
+                    line,
+                    "case_id",
+                    f"no case {case_id!r} in golden set {golden.path}{did_you_mean(case_id, known)}",
+                )
 
 
 class ReplayRun(_ReplayBase):
@@ -121,9 +131,16 @@ class ReplayRun(_ReplayBase):
 def _capture_from_row(row: dict, chunks: list[dict]) -> Capture:
     latency = {s: row[f"latency_{s}_ms"] for s in ("folder_selection", "retrieval", "generation", "total", "wall")}
     return Capture(
-        case_id=row["case_id"], answer=row["answer"] or "", abstained=row["abstained"],
-        references=json.loads(row["references"] or "[]"), retrieved=chunks, method=row["method"],
-        status=row["capture_status"], error=row["capture_error"], latency_ms=latency,
-        folder_mode=row["folder_mode"], selected_folders=row["selected_folders"] or [],
+        case_id=row["case_id"],
+        answer=row["answer"] or "",
+        abstained=row["abstained"],
+        references=json.loads(row["references"] or "[]"),
+        retrieved=chunks,
+        method=row["method"],
+        status=row["capture_status"],
+        error=row["capture_error"],
+        latency_ms=latency,
+        folder_mode=row["folder_mode"],
+        selected_folders=row["selected_folders"] or [],
         attempts=row.get("capture_attempts"),
     )

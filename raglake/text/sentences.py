@@ -7,20 +7,20 @@ import re
 
 SPLITTER_VERSION = "1"
 
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
 mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx ca no nos fig figs vol vols p pp ed eds
 inc ltd co corp dept univ jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
 a.m p.m u.s u.k e.u min max est avg incl excl resp
-""".split())
+""".split()
+)
 
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)]|[a-z][.)])\s+")  # lowercase letters only: "J. R. R." is initials
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 # a boundary: terminal punctuation (with closing quotes/brackets and citation markers such as "[1]" or
 # "[2, 3]" that belong to the sentence they end), whitespace, then a sentence start
-_BOUNDARY = re.compile(
-    r"([.!?…]+[\"'”’)\]]*(?:\s*\[\d+(?:\s*,\s*\d+)*\])*)(\s+)(?=[\"'“‘(]?[A-Z0-9À-Ý]|\[(?!\d))"
-)
+_BOUNDARY = re.compile(r"([.!?…]+[\"'”’)\]]*(?:\s*\[\d+(?:\s*,\s*\d+)*\])*)(\s+)(?=[\"'“‘(]?[A-Z0-9À-Ý]|\[(?!\d))")
 _CITED_END = re.compile(r"([.!?…]+[\"'”’)\]]*)(\s*\[\d+(?:\s*,\s*\d+)*\])(?=[A-Z])")
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 
@@ -43,7 +43,7 @@ def split_paragraph(text: str) -> list[str]:
     for m in _BOUNDARY.finditer(text):
         punct = re.match(r"[.!?…]+", m.group(1)).group(0)
         end = m.end(1)
-        if punct == "." and _is_abbreviation(text[start:m.start(1)]):
+        if punct == "." and _is_abbreviation(text[start : m.start(1)]):
             continue
         piece = text[start:end].strip()
         if piece:
