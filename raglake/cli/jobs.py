@@ -86,38 +86,32 @@ def run(
 
 def run_options(p: dict) -> dict:
     """The RunSettings fields (less the target) that `raglake run`'s options ask for."""
-    limits = dict(
-        api_key_env=p["judge_api_key_env"],
-        concurrency=p["judge_concurrency"],
-        requests_per_minute=p["judge_rpm"],
-        tokens_per_minute=p["judge_tpm"],
-        timeout_s=p["judge_timeout"],
-        max_calls=p["judge_max_calls"],
-        max_cost_usd=p["judge_max_cost"],
-    )
-    spot = dict(
-        model=p["spot_check_model"],
-        base_url=p["spot_check_base_url"],
-        share=p["spot_check_share"],
-        minimum=p["spot_check_min"],
-    )
-    scoring = {name: p[name] for name in ("theta_s", "theta_h", "bertscore_layer", "bertscore_idf")}
+    limits = {field: p[option] for field, option in JUDGE_LIMITS.items()}
+    spot = {field: p[f"spot_check_{option}"] for field, option in SPOT_CHECK.items()}
     return dict(
+        {name: p[name] for name in PLAIN_OPTIONS},
         golden=str(p["golden"] or SAMPLE_GOLDEN),
-        lake=p["lake"],
-        k=p["k"],
         labels=str(p["labels"]) if p["labels"] else None,
         metrics=split_option(p["metrics"]) or None,
-        require_snippets=p["require_snippets"],
-        batch_size=p["batch_size"],
-        results=p["results"],
-        embedder=p["embedder"],
-        runner=p["runner"],
-        run_id=p["run_id"],
         spot_check=spot if p["spot_check_model"] else None,
         judge=_judge_values(p["judge"], p["judge_base_url"], p["judge_model"], limits),
-        scoring=scoring,
+        scoring={name: p[name] for name in SCORING_OPTIONS},
     )
+
+
+# `raglake run` options that are RunSettings fields as they are, and those of its nested models
+PLAIN_OPTIONS = ("lake", "k", "require_snippets", "batch_size", "results", "embedder", "runner", "run_id")
+SCORING_OPTIONS = ("theta_s", "theta_h", "bertscore_layer", "bertscore_idf")
+SPOT_CHECK = {"model": "model", "base_url": "base_url", "share": "share", "minimum": "min"}
+JUDGE_LIMITS = {
+    "api_key_env": "judge_api_key_env",
+    "concurrency": "judge_concurrency",
+    "requests_per_minute": "judge_rpm",
+    "tokens_per_minute": "judge_tpm",
+    "timeout_s": "judge_timeout",
+    "max_calls": "judge_max_calls",
+    "max_cost_usd": "judge_max_cost",
+}
 
 
 def _judge_values(judge: str | None, base_url: str | None, model: str | None, limits: dict) -> dict | None:
