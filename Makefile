@@ -49,6 +49,8 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/capture.py
 	$(BIN)/python benchmarks/judge.py
 	$(BIN)/python benchmarks/lake.py
+	$(BIN)/python benchmarks/scale.py
+	$(BIN)/python benchmarks/scale_cli.py --cases 100000 1000000 --dask
 
 clean-lake:
 	rm -rf data/lake

@@ -1,7 +1,8 @@
 """Benchmark raglake's embedding metrics (METRICS.md §4, issue 4) against the raw encoder and the seed.
 
-    python benchmarks/embedding.py [--cases 2000] [--chunks 5] [--seed S] [--repeat R]
-                                   [--baseline-cases 100] [--profile] [--stsb] [--no-timing]
+    python benchmarks/embedding.py [--device auto|cpu|cuda|mps] [--cases 2000] [--chunks 5] [--seed S]
+                                   [--repeat R] [--baseline-cases 100] [--profile] [--stsb] [--no-timing]
+                                   [--ragas-cases 100] [--cli-cases 300] [--sorting N]
                                    [--memory | --memory-cases 20000]
 
 Inputs "of the sample style", seeded: N golden cases and captures built from the sample golden set
@@ -16,9 +17,10 @@ citation); about 3% abstain and 1% are empty. Each capture retrieves C chunks: t
 rank 1-5, or missed), siblings from the same note and popular chunks, so the same few hundred chunk
 texts are retrieved for many questions, as in a real run.
 
-Timing part (one process, same inputs, the packaged all-MiniLM-L6-v2 warmed up first, on CPU):
+Timing part (one process, same inputs, the packaged all-MiniLM-L6-v2 warmed up first, on --device:
+auto is cuda, else mps, when torch sees one, else the cpu; on a GPU the goal is (1)/(2) >= 0.8):
   (1) raw model: `embedder.model.encode(distinct, batch_size=64, normalize_embeddings=True)` of the
-      run's distinct texts, as raglake.embed.texts.collect_texts lists them;
+      run's distinct texts, as raglake.embed.texts.collect_texts lists them for the six metrics;
   (2) raglake's embedding-scoring stage for the six sentence-embedding metrics, as the evaluate flow
       runs it: collect_texts -> one TextEncoder.encode of every distinct text through an EMPTY cache
       -> score_batch over the cases in batches of 100; once with an in-memory cache and once with an
@@ -35,6 +37,15 @@ Timing part (one process, same inputs, the packaged all-MiniLM-L6-v2 warmed up f
   also given on process CPU time and "same-load": (2) over the model call inside (2), which is call
   (1) verbatim (same texts, order, batch size) timed within the stage. --profile adds a cProfile of
   stage (2) with function-level shares.
+
+Side-by-sides (benchmarks/embedding_compare.py): --ragas-cases N (default 100; 0: off): raglake's
+  semantic_similarity alone (collect -> encode -> score_batch, empty cache) against ragas' evaluate()
+  with SemanticSimilarity on the same cases, model and device, run in ragas' own venv
+  (benchmarks/embedding_ragas.py; "ragas not installed: skipped" without it); goal <= 1.0x ragas.
+  --cli-cases N (default 300; 0: off): `raglake run` (Prefect included) on N of these cases with the
+  six metrics and with semantic_similarity alone, its recorded embedding stage against the raw encode
+  of the same texts here; goal <= 1.15x. --sorting N: the length-sorted slices of the encoder against
+  the slicing before, on N of the distinct texts (time, and values against one encode).
 
 --stsb: Spearman correlation of raglake's semantic_similarity (reference_answer = sentence1,
   answer = sentence2, via score_batch) with the human scores of ../shared/metaeval/stsb/stsb-en-dev.csv
@@ -71,22 +82,25 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 from embedding_checks import memory_child, run_memory, run_stsb  # noqa: E402
+from embedding_compare import GOAL_GPU, add_compare_arguments, run_side_by_sides  # noqa: E402
 from embedding_inputs import build_pairs, load_inputs  # noqa: E402
 from embedding_scoring import (  # noqa: E402
     BATCH,
     SENTENCE_METRICS,
-    StageResult,
     per_case,
     profile_stage,
     raglake_stage,
     raw_encode,
     seed_scores,
     seed_texts,
+    split_line,
+    torch_threads,
 )
 
 from raglake.embed.cache import EmbeddingCache, TextEncoder  # noqa: E402
 from raglake.embed.encoders import get_embedder  # noqa: E402
 from raglake.embed.texts import collect_texts  # noqa: E402
+from raglake.errors import ConfigError  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
 from raglake.pipeline.scoring import ScoredBatch, score_batch  # noqa: E402
@@ -120,10 +134,10 @@ def run_timing(args, embedder, out: list[str]) -> None:
         pairs[:8],
         [get_metric("bert_score_f1")],
         config,
-        encoder=TextEncoder(embedder, EmbeddingCache(None, embedder.key)),
+        encoder=TextEncoder(embedder, EmbeddingCache(None, embedder.key, embedder.device)),
     )
 
-    distinct = collect_texts(pairs, config.k)
+    distinct = collect_texts(pairs, config.k, metrics)
     kinds = {
         "questions": {c.question for c, _ in pairs},
         "answers": {x.answer for _, x in pairs if x.answer.strip()},
@@ -158,7 +172,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
 
     # BERTScore, its own token pass
     gc.collect()
-    bert_encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key))
+    bert_encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key, embedder.device))
     bert_texts = 0
     t0 = time.perf_counter()
     bert_scored = ScoredBatch()
@@ -193,11 +207,11 @@ def run_timing(args, embedder, out: list[str]) -> None:
     out.append("=" * w)
     out.append(
         f"raglake embedding benchmark: {n:,} cases x {args.chunks} chunks (k={config.k}), seed {args.seed}; "
-        f"embedder {embedder.key}"
+        f"embedder {embedder.key} on {embedder.device}"
     )
     out.append(
         f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, torch threads "
-        f"{_torch_threads()}, load average {os.getloadavg()[0]:.2f} at the end (shared machine)"
+        f"{torch_threads()}, load average {os.getloadavg()[0]:.2f} at the end (shared machine)"
     )
     out.append(
         f"inputs built in {gen_s:.1f} s from {len(golden)} sample golden cases and {available} corpus chunks "
@@ -224,7 +238,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
             "(2) raglake stage, in-memory cache", mem.total, f"{n / mem.total:,.0f} cases/s, cpu {mem.cpu:.2f} s{rep}"
         )
     )
-    out.append(_split(mem))
+    out.append(split_line(mem))
     out.append(
         fmt_row(
             "(2') raglake stage, on-disk cache (fresh temp dir)",
@@ -232,7 +246,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
             f"{n / disk.total:,.0f} cases/s; {len(shards)} shard(s), {shard_mib:.1f} MiB",
         )
     )
-    out.append(_split(disk))
+    out.append(split_line(disk))
     out.append(
         fmt_row(
             f"(3) seed-003 per-metric encoding, {m:,} cases",
@@ -256,7 +270,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
             f"texts encoded: {warm.encoded} (must be 0: {'OK' if warm.encoded == 0 else 'FAILED'})",
         )
     )
-    out.append(_split(warm))
+    out.append(split_line(warm))
     out.append("-" * w)
     r1 = mem.total / raw_s
     r1d = disk.total / raw_s
@@ -273,6 +287,11 @@ def run_timing(args, embedder, out: list[str]) -> None:
         f"{'ratio (3)/(2) seed / raglake (in-memory)':<50}{r3:>9.2f}    goal >= {GOAL_SEED:.0f}: "
         f"{'met' if r3 >= GOAL_SEED else 'NOT met'}" + ("   (3) extrapolated" if m < n else "")
     )
+    if embedder.device != "cpu":
+        out.append(
+            f"{'throughput (1)/(2): stage share of encode speed':<50}{1 / r1:>9.3f}    goal >= {GOAL_GPU:.2f}: "
+            f"{'met' if 1 / r1 >= GOAL_GPU else 'NOT met'}   (on {embedder.device})"
+        )
     out.append(f"{'ratio (2)/(1) on process CPU time, in-memory':<50}{mem.cpu / raw_cpu:>9.3f}")
     same = mem.total / mem.model if mem.model else float("nan")
     out.append(
@@ -319,20 +338,6 @@ def run_timing(args, embedder, out: list[str]) -> None:
         out.append(profile_text)
 
 
-def _split(r: StageResult) -> str:
-    return (
-        f"{'':<8}collect_texts {r.collect:.2f} s | encode {r.encode:.2f} s (model {r.model:.2f} s, "
-        f"{r.encoded:,} texts encoded) | score_batch x{math.ceil(len(set(r.scored.scores['case_id'])) / BATCH)} "
-        f"{r.score:.2f} s"
-    )
-
-
-def _torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=2000)
@@ -352,21 +357,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--memory-pool", type=int, default=1000, help="distinct base cases the memory cases repeat")
     ap.add_argument("--memory-child", choices=("untraced", "traced"), help=argparse.SUPPRESS)
+    add_compare_arguments(ap)
     args = ap.parse_args(argv)
     if args.memory and not args.memory_cases:
         args.memory_cases = 20_000
     if args.memory_child:
         return memory_child(args)
 
-    embedder = get_embedder()
+    try:
+        embedder = get_embedder(device=args.device)
+    except ConfigError as e:
+        print(f"--device {args.device}: {e}", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     embedder.model  # noqa: B018 - load once, outside every timing
     load_s = time.perf_counter() - t0
-    out: list[str] = [f"model loaded in {load_s:.1f} s: {embedder.key} ({embedder.path})"]
+    out: list[str] = [f"model loaded in {load_s:.1f} s: {embedder.key} ({embedder.path}) on {embedder.device}"]
     if not args.no_timing:
         run_timing(args, embedder, out)
         print("\n".join(out), flush=True)
         out = []
+    for lines in run_side_by_sides(args, embedder, load_s):
+        print("\n".join([*lines, "=" * 100]), flush=True)
     if args.stsb:
         out += run_stsb(embedder)
         out.append("=" * 100)

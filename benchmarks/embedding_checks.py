@@ -64,7 +64,7 @@ def run_stsb(embedder) -> list[str]:
     human = {f"stsb-{i:05d}": float(r[2]) for i, r in enumerate(rows)}
     metrics = [get_metric("semantic_similarity"), get_metric("answer_correctness_emb")]
     t0 = time.perf_counter()
-    encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key))
+    encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key, embedder.device))
     scored = ScoredBatch()
     for start in range(0, len(pairs), BATCH):
         scored.extend(score_batch(pairs[start : start + BATCH], metrics, ScoringConfig(), encoder=encoder))
@@ -120,7 +120,7 @@ def rss_now_mib() -> float:
 def memory_child(args) -> int:
     """One memory pass in this (fresh) process; prints 'key=value' lines the parent reports."""
     traced = args.memory_child == "traced"
-    embedder = get_embedder()
+    embedder = get_embedder(device=args.device)
     embedder.model.encode(["warm up"] * 8)
     rss_model, rss_model_now = max_rss_mib(), rss_now_mib()
     rng = random.Random(args.seed + 7)
@@ -148,8 +148,8 @@ def memory_child(args) -> int:
     config = ScoringConfig(k=args.chunks)
     with tempfile.TemporaryDirectory(prefix="raglake-embcache-") as tmp:
         t1 = time.perf_counter()
-        texts = collect_texts(pairs, config.k)
-        encoder = TextEncoder(embedder, EmbeddingCache(tmp, embedder.key))
+        texts = collect_texts(pairs, config.k, metrics)
+        encoder = TextEncoder(embedder, EmbeddingCache(tmp, embedder.key, embedder.device))
         encoder.encode(texts, caller="metrics")
         t2 = time.perf_counter()
         rss_encoded = rss_now_mib()
@@ -201,6 +201,8 @@ def run_memory(args) -> list[str]:
             str(args.seed),
             "--distinct-chunks",
             str(args.distinct_chunks),
+            "--device",
+            args.device,
         ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import cProfile
 import io
+import math
 import os
 import pstats
 import time
@@ -59,9 +60,9 @@ def raglake_stage(pairs, embedder, metrics, config: ScoringConfig, cache_root: s
     out = StageResult()
     c0 = time.process_time()
     t0 = time.perf_counter()
-    texts = collect_texts(pairs, config.k)
+    texts = collect_texts(pairs, config.k, metrics)
     t1 = time.perf_counter()
-    encoder = TextEncoder(embedder, EmbeddingCache(cache_root, embedder.key))
+    encoder = TextEncoder(embedder, EmbeddingCache(cache_root, embedder.key, embedder.device))
     encoder.encode(texts, caller="metrics")
     t2 = time.perf_counter()
     encoded_before_scoring = encoder.stats.encoded
@@ -142,6 +143,21 @@ def per_case(scores: dict[str, list]) -> dict[str, dict[str, float]]:
         if status == "ok":
             out.setdefault(name, {})[cid] = value
     return out
+
+
+def split_line(r: StageResult) -> str:
+    """Where stage (2)'s time went."""
+    return (
+        f"{'':<8}collect_texts {r.collect:.2f} s | encode {r.encode:.2f} s (model {r.model:.2f} s, "
+        f"{r.encoded:,} texts encoded) | score_batch x{math.ceil(len(set(r.scored.scores['case_id'])) / BATCH)} "
+        f"{r.score:.2f} s"
+    )
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 # ---- profile -------------------------------------------------------------------------------------

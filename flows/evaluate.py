@@ -9,19 +9,21 @@ import time
 
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from raglake import progress
-from raglake.flows.stages import ScoreWork, result_storage, score_stage
+from raglake.flows.stages import ScoreWork, score_stage
 from raglake.judge.stage import spot_cases
 from raglake.lake.store import Lake
-from raglake.pipeline.finish import finish_run
+from raglake.pipeline.finish import capture_facts, finish_run
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import CHECKED, RunPlan, journal_path, plan_run
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.settings import RunSettings
+from raglake.pipeline.staging import BatchRef
 from raglake.report.artifacts import summary_markdown, summary_table
-from raglake.schemas import Capture
 from raglake.tasks.capture import capture_batch
 from raglake.tasks.land import land
 
@@ -34,8 +36,7 @@ def evaluate(settings: RunSettings) -> str:
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(settings, CHECKED)  # inputs the command line already checked are taken, not loaded again
-    storage = result_storage(plan.results_dir)
-    batches = plan.batches()
+    batches = plan.stage()  # the tasks get references to staged batches, never the cases themselves
     cases = plan.golden.cases
     log.info(
         "run %s: %d cases of %s in %d batch(es) against %s",
@@ -47,17 +48,16 @@ def evaluate(settings: RunSettings) -> str:
     )
 
     journal = journal_path(plan.lake, plan.run_id)
-    progress.start("captures", len(plan.golden.cases), "cases")
-    captured = capture_batch.with_options(result_storage=storage).map(
-        unmapped(plan.target), batches, unmapped(plan.run_id), unmapped(journal)
-    )
-    captures = [c for batch in captured.result() for c in batch]
+    progress.start("captures", len(cases), "cases")
+    captured = capture_batch.map(unmapped(quote(plan.target)), batches, unmapped(plan.run_id), unmapped(journal))
+    batches = list(captured.result())
     t_captured = time.perf_counter()
 
-    spot_ids = spot_cases([c.id for c in plan.golden.cases], plan.spot_share, plan.spot_min)
-    stage = score_stage(_score_work(plan, captures, spot_ids), RunnerSpec.parse(settings.runner), storage)
+    spot_ids = spot_cases(plan.golden.ids(), plan.spot_share, plan.spot_min)
+    stage = score_stage(_score_work(plan, batches, spot_ids), RunnerSpec.parse(settings.runner))
 
     embedding = stage.embedding
+    captures = capture_facts(stage.scored)  # what the run-level figures read, not the captures themselves
     record, run_values, coverage = finish_run(
         plan,
         captures,
@@ -68,35 +68,33 @@ def evaluate(settings: RunSettings) -> str:
         embedder_key=embedding.key if embedding else None,
         judge=stage.judged,
     )
-    land(plan.lake.url, record, plan.golden.cases, captures, stage.scored, run_values, plan.scoring_id, coverage)
+    land(plan.lake.url, record, stage.scored, run_values, plan.scoring_id, quote(coverage))
     failed = sum(c.failed for c in captures)
-    log.info(
-        "landed run %s: %d score rows, %d failed capture(s)", plan.run_id, len(stage.scored.scores["case_id"]), failed
-    )
+    log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, stage.n_scores, failed)
     log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
     publish_summary(plan.lake.url, plan.run_id)
     return plan.run_id
 
 
-def _score_work(plan: RunPlan, captures: list[Capture], spot_ids: frozenset[str]) -> ScoreWork:
+def _score_work(plan: RunPlan, batches: list[BatchRef], spot_ids: frozenset[str]) -> ScoreWork:
     """What the shared embed → judge → score stage needs of this run."""
     return ScoreWork(
         plan.run_id,
         plan.lake.url,
+        batches,
         plan.golden.cases,
-        captures,
         plan.metrics,
         plan.config,
         plan.target.known_docs(),
         plan.embedder,
-        plan.batch_size,
         plan.judge,
         plan.spot_check,
         spot_ids,
+        plan.device,
     )
 
 
-@task(name="publish-summary")
+@task(name="publish-summary", cache_policy=NO_CACHE)
 def publish_summary(lake_url: str, run_id: str) -> None:
     """The run as Prefect artifacts: a markdown summary (against the previous run of the same target
     and golden set, when there is one) and a table of the headline metrics with n and 95% CIs."""

@@ -5,10 +5,11 @@ rows under a new scoring id (scores_latest shows them; the old rows stay)."""
 from __future__ import annotations
 
 from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from raglake.embed.encoders import text_encoder
-from raglake.flows.stages import ScoreWork, result_storage, score_stage
+from raglake.flows.stages import ScoreWork, score_stage
 from raglake.metrics.registry import get_metric, select_metrics
 from raglake.pipeline.embedding import needs_embedder
 from raglake.pipeline.lakes import open_lake
@@ -23,12 +24,12 @@ from raglake.pipeline.rescore import (
     summarize,
 )
 from raglake.pipeline.runners import RunnerSpec
-from raglake.pipeline.scoring import ScoredBatch
 from raglake.pipeline.settings import RescoreSettings
+from raglake.pipeline.staging import ScoredRef, stage_pairs
 
 
-@task(name="land-scores", retries=2, retry_delay_seconds=[1, 5])
-def land_rescored(lake_url: str, run_id: str, scored: ScoredBatch, scoring_id: str) -> int:
+@task(name="land-scores", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[1, 5])
+def land_rescored(lake_url: str, run_id: str, scored: list[ScoredRef], scoring_id: str) -> int:
     return land_scores(open_lake(lake_url), run_id, scored, scoring_id)
 
 
@@ -55,19 +56,22 @@ def rescore(settings: RescoreSettings) -> dict:
         log.info("run %s: recompute %d metric(s), keep %d", run_id, len(todo), len(decisions) - len(todo))
         if settings.dry_run or not todo:
             continue
+        batches = stage_pairs(
+            results_dir(q.lake), stored.cases, stored.captures, settings.batch_size, f"replay-run:{stored.run_id}"
+        )
         work = ScoreWork(
             stored.run_id,
             q.lake.url,
+            batches,
             stored.cases,
-            stored.captures,
             todo,
             stored.config,
             stored.known_docs,
             name,
-            settings.batch_size,
             judge,
+            device=settings.device,
         )
-        stage = score_stage(work, runner, result_storage(results_dir(q.lake)))
+        stage = score_stage(work, runner)
         scoring_id = new_scoring_id(stored.run_id, [m.name for m in todo])
         report["runs"][run_id]["rows"] = land_rescored(q.lake.url, stored.run_id, stage.scored, scoring_id)
     return report

@@ -1,20 +1,16 @@
 """The one scoring pipeline both flows run: embed every distinct text once → judge (when a judge is
-configured and a metric needs it) → score in batches. `evaluate` feeds it fresh captures and the
-selected metrics; `rescore` feeds it a stored run's captures and the metrics that changed."""
+configured and a metric needs it) → score in batches. `evaluate` feeds it the staged batches of fresh
+captures and the selected metrics; `rescore` feeds it a stored run's captures, staged the same way, and
+the metrics that changed. Only references travel between tasks (raglake.pipeline.staging)."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from prefect import unmapped
-from prefect.filesystems import RemoteFileSystem
+from prefect.utilities.annotations import quote
 
 from raglake import progress
-from raglake.embed.texts import collect_texts
 from raglake.judge.config import JudgeConfig
 from raglake.judge.stage import wanted_steps
 from raglake.metrics.context import ScoringConfig
@@ -24,106 +20,73 @@ from raglake.pipeline.finish import JudgeSummary
 from raglake.pipeline.judging import JUDGE_RUNS
 from raglake.pipeline.plan import embedding_spec
 from raglake.pipeline.runners import RunnerSpec
-from raglake.pipeline.scoring import ScoredBatch
-from raglake.schemas import Capture, GoldenCase
+from raglake.pipeline.staging import BatchRef, ScoredRef
+from raglake.schemas import GoldenCase
 from raglake.tasks.embed import embed_texts
-from raglake.tasks.judge import judge_cases
-from raglake.tasks.score import map_scoring, score_cases
+from raglake.tasks.judge import JudgeWork, judge_cases
+from raglake.tasks.score import ScoreSettings, map_scoring, score_cases
 
 
 @dataclass
 class ScoreWork:
-    """What the stages read: one run's cases and captures, the metrics to compute and how."""
+    """What the stages read: one run's staged batches, the metrics to compute and how."""
 
     run_id: str
     lake_url: str
-    cases: list[GoldenCase]
-    captures: list[Capture]
+    batches: list[BatchRef]
+    cases: list[GoldenCase]  # for the run-level idf of BERTScore (reference answers) only
     metrics: list[Metric]
     config: ScoringConfig
     known_docs: frozenset[str]
     embedder: str | None
-    batch_size: int
     judge: JudgeConfig | None = None
     spot_check: JudgeConfig | None = None
     spot_ids: frozenset[str] = frozenset()
-
-    def batches(self) -> list[tuple[list[GoldenCase], list[Capture]]]:
-        n = self.batch_size
-        return [(self.cases[i : i + n], self.captures[i : i + n]) for i in range(0, len(self.cases), n)]
+    device: str = "auto"
 
 
 @dataclass
 class Scored:
-    """The stages' result: the score rows and what the run's figures and record need."""
+    """The stages' result: references to the scored batches and what the run's figures and record need."""
 
-    scored: ScoredBatch
+    scored: list[ScoredRef]
     embedding: EmbeddingSpec | None = None
     embedding_stats: dict[str, float] | None = None
     judged: JudgeSummary | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # embedding, judge, scoring
 
-
-def result_storage(results: str) -> Any:
-    """Prefect's result storage for a results location: a local folder, or any fsspec URL
-    (s3://bucket/results, gs://…, memory://…) through Prefect's RemoteFileSystem."""
-    if "://" in results and not results.startswith("file://"):
-        # Prefect wants remote result storage saved as a block: one per location, named by its hash
-        basepath = results.rstrip("/")
-        block = RemoteFileSystem(basepath=basepath)
-        block.save(f"raglake-results-{hashlib.sha256(basepath.encode()).hexdigest()[:12]}", overwrite=True)
-        return block
-    return Path(results.removeprefix("file://"))
+    @property
+    def n_scores(self) -> int:
+        return sum(r.n_scores for r in self.scored)
 
 
-def score_stage(work: ScoreWork, runner: RunnerSpec, storage: Any) -> Scored:
-    """embed → judge → score for one run; `storage`: Prefect's result storage of the scoring tasks."""
+def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
+    """embed → judge → score for one run."""
     t0 = time.perf_counter()
-    embedding = embedding_spec(work.metrics, work.embedder, work.lake_url, work.config, work.cases)
+    embedding = embedding_spec(work.metrics, work.embedder, work.lake_url, work.config, work.cases, work.device)
     stats = None
     if embedding is not None:  # every distinct text once, before the batches read them
-        stats = embed_texts(embedding, collect_texts(zip(work.cases, work.captures), work.config.k))
+        stats = embed_texts(quote(embedding), work.batches, work.config.k, [m.name for m in work.metrics])
     t_embedded = time.perf_counter()
 
     versions = metric_versions(work.metrics)
-    judged = None
-    if work.judge is not None and wanted_steps(work.metrics):  # one task: one gateway, one set of limits
+    batches, judged = work.batches, None
+    if work.judge is not None and wanted_steps(work.metrics):
+        judge_work = JudgeWork(
+            versions, work.config, work.judge, work.lake_url, work.run_id, embedding, work.spot_check, work.spot_ids
+        )
         try:
-            judged = JudgeSummary.of(
-                judge_cases(
-                    work.cases,
-                    work.captures,
-                    versions,
-                    work.config,
-                    work.judge,
-                    work.lake_url,
-                    work.run_id,
-                    embedding,
-                    work.spot_check,
-                    work.spot_ids,
-                )
-            )
+            batches, judge_stats = judge_cases(quote(judge_work), batches)
+            judged = JudgeSummary({}, judge_stats)
         finally:  # the run's judging is done: its ledger flushed, its budget freed
             JUDGE_RUNS.close(work.lake_url, work.run_id)
     t_judged = time.perf_counter()
 
-    batches = work.batches()
-    scored = ScoredBatch()
-    progress.start("scoring", len(work.cases), "cases")
-    for part in map_scoring(
-        runner,
-        score_cases.with_options(result_storage=storage),
-        dict(
-            cases=[cases for cases, _ in batches],
-            captures=[captures for _, captures in batches],
-            versions=unmapped(versions),
-            config=unmapped(work.config),
-            known_docs=unmapped(work.known_docs),
-            embedding=unmapped(embedding),
-            judge=[judged.for_cases([c.id for c in cases]) if judged else None for cases, _ in batches],
-        ),
-    ):
-        scored.extend(part)
-        progress.advance("scoring", len(set(part.scores["case_id"])))
+    settings = ScoreSettings.of(versions, work.config, work.known_docs, embedding)
+    progress.start("scoring", sum(b.n for b in batches), "cases")
+    scored = []
+    for ref in map_scoring(runner, score_cases, batches, settings):
+        scored.append(ref)
+        progress.advance("scoring", ref.n_cases)
     seconds = {"embedding": t_embedded - t0, "judge": t_judged - t_embedded, "scoring": time.perf_counter() - t_judged}
     return Scored(scored, embedding, stats, judged, seconds)

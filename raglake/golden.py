@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -13,25 +15,39 @@ from raglake.errors import InputError, did_you_mean
 from raglake.importers import record_shape, split_record
 from raglake.records import Record, read_records, validate_record
 from raglake.schemas import Capture, CaseLabels, GoldenCase
+from raglake.spool import Spool, iter_records
 
 
 @dataclass(frozen=True)
 class GoldenSet:
     name: str
     path: str
-    cases: list[GoldenCase]
+    cases: Sequence[GoldenCase]  # a Spool when loaded from a file: read back from disk, slice by slice
     content_hash: str
 
+    def ids(self) -> list[str]:
+        return list(self.cases.ids) if isinstance(self.cases, Spool) else [c.id for c in self.cases]
+
+    def has(self, case_id: str) -> bool:
+        if isinstance(self.cases, Spool):
+            return self.cases.position(case_id) is not None
+        return any(c.id == case_id for c in self.cases)
+
     def by_id(self) -> dict[str, GoldenCase]:
+        """Every case by id (all in memory: for small sets and tests; a run reads `cases` slice by slice)."""
         return {c.id: c for c in self.cases}
 
 
-def content_hash(models: list[BaseModel]) -> str:
+def _hash_case(h: Any, model: BaseModel) -> None:
+    h.update(json.dumps(model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode())
+    h.update(b"\n")
+
+
+def content_hash(models: Iterable[BaseModel]) -> str:
     """A stable hash of validated content (field order and file format do not matter)."""
     h = hashlib.sha256()
     for m in models:
-        h.update(json.dumps(m.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode())
-        h.update(b"\n")
+        _hash_case(h, m)
     return h.hexdigest()[:16]
 
 
@@ -43,24 +59,38 @@ def _imported(record: Record, path: Path, index: int) -> tuple[dict, dict]:
 
 
 def load_golden(path: str | Path) -> GoldenSet:
-    """Validate every case; the first problem raises an InputError naming file, line and field."""
+    """Validate every case, a line at a time, into a Spool (memory holds ids and offsets, not cases); the
+    first problem raises an InputError naming file, line and field."""
     path = Path(path)
-    records = read_records(path)
-    if not records:
-        raise InputError(str(path), None, None, "the golden set has no cases")
-    cases: list[GoldenCase] = []
-    first_line: dict[str, int] = {}
-    for index, record in enumerate(records, start=1):
+    cases: Spool[GoldenCase] = Spool(GoldenCase, "id")
+    h = hashlib.sha256()
+    for index, record in enumerate(iter_records(path), start=1):
         if record_shape(record.data):
             record = Record(record.line, _imported(record, path, index)[0], record.key_lines)
         case = validate_record(record, GoldenCase, path)
-        if case.id in first_line:
+        first = cases.position(case.id)
+        if first is not None:
             raise InputError(
-                str(path), record.line, "id", f"duplicate id {case.id!r} (first used at line {first_line[case.id]})"
+                str(path), record.line, "id", f"duplicate id {case.id!r} (first used at line {cases.line(first)})"
             )
-        first_line[case.id] = record.line
-        cases.append(case)
-    return GoldenSet(path.stem, str(path), cases, content_hash(cases))
+        cases.append(case, record.line)
+        _hash_case(h, case)
+    if not cases:
+        raise InputError(str(path), None, None, "the golden set has no cases")
+    return GoldenSet(path.stem, str(path), cases, h.hexdigest()[:16])
+
+
+def iter_captures(path: str | Path) -> Iterator[tuple[Record, Capture]]:
+    """The captures of a capture file, validated one record at a time: raglake's capture format, or a
+    seed-003/RAGAS file (the shape of the first record decides)."""
+    path = Path(path)
+    imported: bool | None = None
+    for index, record in enumerate(iter_records(path, list_key="captures"), start=1):
+        if imported is None:
+            imported = bool(record_shape(record.data))
+        if imported:
+            record = Record(record.line, _imported(record, path, index)[1])
+        yield record, validate_record(record, Capture, path)
 
 
 def load_imported_captures(path: str | Path) -> list[tuple[Record, Capture]] | None:
@@ -83,18 +113,28 @@ class _LabelLine(CaseLabels):
 def load_labels(path: str | Path, golden: GoldenSet) -> GoldenSet:
     """Merge an annotation file (lines of {case_id, chunks, answers}) into the golden cases' labels."""
     path = Path(path)
-    known = golden.by_id()
     merged: dict[str, CaseLabels] = {}
     for record in read_records(path, list_key="labels"):
         line = validate_record(record, _LabelLine, path)
-        if line.case_id not in known:
+        if not golden.has(line.case_id):
             raise InputError(
                 str(path),
                 record.line,
                 "case_id",
-                f"no case {line.case_id!r} in {golden.path}{did_you_mean(line.case_id, known)}",
+                f"no case {line.case_id!r} in {golden.path}{did_you_mean(line.case_id, golden.ids())}",
             )
-        base = merged.get(line.case_id) or known[line.case_id].labels or CaseLabels()
+        base = merged.get(line.case_id) or _case(golden, line.case_id).labels or CaseLabels()
         merged[line.case_id] = CaseLabels(chunks=[*base.chunks, *line.chunks], answers=[*base.answers, *line.answers])
-    cases = [c.model_copy(update={"labels": merged[c.id]}) if c.id in merged else c for c in golden.cases]
-    return GoldenSet(golden.name, golden.path, cases, content_hash(cases))
+    cases: Spool[GoldenCase] = Spool(GoldenCase, "id")
+    h = hashlib.sha256()
+    for i, case in enumerate(golden.cases):
+        case = case.model_copy(update={"labels": merged[case.id]}) if case.id in merged else case
+        cases.append(case, golden.cases.line(i) if isinstance(golden.cases, Spool) else None)
+        _hash_case(h, case)
+    return GoldenSet(golden.name, golden.path, cases, h.hexdigest()[:16])
+
+
+def _case(golden: GoldenSet, case_id: str) -> GoldenCase:
+    if isinstance(golden.cases, Spool):
+        return golden.cases.get(case_id)  # type: ignore[return-value]
+    return next(c for c in golden.cases if c.id == case_id)

@@ -8,6 +8,7 @@ import bisect
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,19 +74,53 @@ def read_text(path: str | Path) -> str:
     return decode(path, data)
 
 
-def decode(path: str | Path, data: bytes) -> str:
-    """UTF-8 text without a leading BOM; invalid UTF-8 names the line of the first bad byte."""
+def decode(path: str | Path, data: bytes, first_line: int = 1) -> str:
+    """UTF-8 text without a leading BOM (at the start of the file only: `first_line` 1); invalid UTF-8
+    names the line of the first bad byte (`data` starting at line `first_line`)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise InputError(
             str(path),
-            data.count(b"\n", 0, e.start) + 1,
+            first_line + data.count(b"\n", 0, e.start),
             None,
             f"invalid UTF-8: byte 0x{data[e.start]:02x} at byte {column} of the line ({e.reason})",
         ) from None
-    return text[1:] if text.startswith(BOM) else text
+    return text[1:] if first_line == 1 and text.startswith(BOM) else text
+
+
+def iter_lines(path: str | Path, chunk_bytes: int = 1 << 22) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every line of a file, read a few MB at a time (memory does not grow with
+    the file), with read_text's checks; lines are split at "\n" only, as records.read_records does."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(str(path), None, None, "is a folder, not a file")
+    if not path.exists():
+        raise InputError(str(path), None, None, "file not found")
+    line, rest = 1, b""
+    try:
+        with path.open("rb") as f:
+            while True:
+                chunk = f.read(chunk_bytes)
+                data = rest + chunk
+                if not data:
+                    return
+                cut = len(data) if not chunk else data.rfind(b"\n") + 1
+                if cut == 0 and chunk:  # no line end yet: read on
+                    rest = data
+                    continue
+                text, rest = decode(path, data[:cut], line), data[cut:]
+                lines = text.split("\n")
+                if lines[-1] == "":  # the text ended with a line end (or was only a BOM)
+                    lines.pop()
+                for i, raw in enumerate(lines):
+                    yield line + i, raw
+                line += len(lines)
+                if not chunk:
+                    return
+    except OSError as e:
+        raise InputError(str(path), None, None, f"cannot read the file: {e.strerror or e}") from None
 
 
 def parse_json(path: str | Path, text: str, first_line: int = 1) -> Any:

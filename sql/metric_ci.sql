@@ -8,21 +8,29 @@ WITH slices AS (
     WHERE run_id = $run_id AND ($by = 'any' OR dimension = $by)
 ),
 
--- the run's `ok` values, each keyed by its metric and slice
+-- the run's `ok` values of every metric and slice, as a list in case_id order (list_sort orders the
+-- structs by their first field, unique in a slice: cheaper than an ordered aggregate)
 samples AS (
     SELECT
-        scores.case_id,
-        {'metric': scores.metric, 'dimension': slices.dimension, 'slice': slices.slice} AS key,
-        scores.value
+        scores.metric,
+        slices.dimension,
+        slices.slice,
+        list_transform(list_sort(list({'case_id': scores.case_id, 'value': scores.value})), lambda s: s.value) AS vs
     FROM scores_latest AS scores
     INNER JOIN slices ON scores.case_id = slices.case_id
     WHERE scores.run_id = $run_id AND scores.status = 'ok'
+    GROUP BY ALL
 ),
 
 -- n, mean and interval of every slice's values, resampled in case_id order
 intervals AS (
     SELECT unnest(key), n, mean, ci_low, ci_high
-    FROM bootstrap_ci((SELECT list({'key': key, 'value': value} ORDER BY case_id) FROM samples), $n_boot, $seed, $alpha)
+    FROM bootstrap_ci(
+        (SELECT list({'key': {'metric': metric, 'dimension': dimension, 'slice': slice}, 'vs': vs}) FROM samples),
+        $n_boot,
+        $seed,
+        $alpha
+    )
 ),
 
 final AS (

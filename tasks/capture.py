@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from raglake import progress
 from raglake.pipeline.plan import capture_key
-from raglake.schemas import Capture, GoldenCase
+from raglake.pipeline.staging import BatchRef, stage_captures, staged_captures
 from raglake.targets import Target
 from raglake.targets.journal import CaptureJournal
 
 
-@task(
-    name="capture-batch",
-    retries=2,
-    retry_delay_seconds=[2, 10],
-    persist_result=True,
-    cache_key_fn=lambda ctx, p: capture_key(p["target"], p["cases"], p["run_id"]),
-)
-def capture_batch(target: Target, cases: list[GoldenCase], run_id: str, journal: str | None = None) -> list[Capture]:
-    """A live target journals each capture, so a retry or a resumed run asks only what is missing."""
+@task(name="capture-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def capture_batch(target: Target, batch: BatchRef, run_id: str, journal: str | None = None) -> BatchRef:
+    """The batch with its captures staged. Captures staged earlier under the same content key (a
+    deterministic target's, from any run; a live one's, from this run) are reused; a live target
+    journals each capture, so a retry or a resumed run asks only what is missing."""
+    key = capture_key(target, batch, run_id)
+    found = staged_captures(batch, key)
+    if found is not None:
+        progress.advance("captures", batch.n)
+        return found
+    if hasattr(target, "capture_lines"):  # a replay file: its spooled lines are copied, not parsed
+        progress.advance("captures", batch.n)
+        return stage_captures(batch, key, target.capture_lines(batch.case_ids()))
     live = journal and not target.deterministic
-    captures = target.capture(cases, CaptureJournal(journal, target.content_key()) if live else None)
+    captures = target.capture(batch.read_cases(), CaptureJournal(journal, target.content_key()) if live else None)
     if target.deterministic:  # a live target reports each case as it arrives
         progress.advance("captures", len(captures))
-    return captures
+    return stage_captures(batch, key, captures)

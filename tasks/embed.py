@@ -4,17 +4,23 @@ scoring batches then read (so no text is encoded twice, whatever the batching)."
 from __future__ import annotations
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
+from raglake.embed.texts import collect_texts
+from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import EmbeddingSpec
+from raglake.pipeline.staging import BatchRef, iter_pairs
 
 
-@task(name="embed-texts")
-def embed_texts(embedding: EmbeddingSpec, texts: list[str]) -> dict[str, float]:
+@task(name="embed-texts", cache_policy=NO_CACHE)
+def embed_texts(embedding: EmbeddingSpec, batches: list[BatchRef], k: int, metrics: list[str]) -> dict[str, float]:
+    """The texts the selected metrics read, gathered from the staged batches one at a time."""
+    texts = collect_texts(iter_pairs(batches), k, [get_metric(name) for name in metrics])
     encoder = embedding.encoder()
     before = (encoder.stats.encoded, encoder.stats.seconds_encoding)
     encoder.encode(texts, caller="metrics")
     return {
-        "distinct": float(len(set(texts))),
+        "distinct": float(len(texts)),
         "encoded": float(encoder.stats.encoded - before[0]),
         "seconds": encoder.stats.seconds_encoding - before[1],
     }

@@ -1,50 +1,80 @@
-"""Score a batch of captured cases with the registry's case-level metrics (pure CPU, no retries)."""
+"""Score a batch of captured cases with the registry's case-level metrics (pure CPU, no retries): the
+batch's staged files in, its staged score tables out (content-addressed: a batch scored before with the
+same settings is found, not scored again)."""
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
-from prefect import get_client, task
+from prefect import get_client, task, unmapped
+from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import EmbeddingSpec
-from raglake.pipeline.plan import score_key
+from raglake.pipeline.plan import score_key, scoring_token
+from raglake.pipeline.rows import cases_table_from_lines
 from raglake.pipeline.runners import RunnerSpec
-from raglake.pipeline.scoring import ScoredBatch, score_batch
-from raglake.schemas import Capture, GoldenCase
+from raglake.pipeline.scoring import score_files
+from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored
 
 
-@task(
-    name="score-batch",
-    persist_result=True,
-    cache_key_fn=lambda ctx, p: score_key(
-        p["cases"], p["captures"], p["versions"], p["config"], p["known_docs"], p["embedding"], p["judge"]
-    ),
-)
-def score_cases(
-    cases: list[GoldenCase],
-    captures: list[Capture],
-    versions: dict[str, str],
-    config: ScoringConfig,
-    known_docs: frozenset[str],
-    embedding: EmbeddingSpec | None = None,
-    judge: dict[str, dict[str, Any]] | None = None,
-) -> ScoredBatch:
-    """`judge`: the judge stage's outcomes for these cases (None: no judge configured)."""
-    metrics = [get_metric(name) for name in versions]
-    encoder = embedding.encoder() if embedding is not None else None
-    idf = embedding.idf if embedding is not None else None
-    return score_batch(
-        zip(cases, captures), metrics, config, known_docs=known_docs, encoder=encoder, idf=idf, judge=judge
-    )
+@dataclass(frozen=True)
+class ScoreSettings:
+    """What every scoring batch of a run shares; `token` (raglake.pipeline.plan.scoring_token) is
+    computed once, so a batch's cache key is a hash of a few short strings."""
+
+    versions: dict[str, str]
+    config: ScoringConfig
+    known_docs: frozenset[str]
+    embedding: EmbeddingSpec | None
+    token: str
+
+    @classmethod
+    def of(
+        cls,
+        versions: dict[str, str],
+        config: ScoringConfig,
+        known_docs: frozenset[str],
+        embedding: EmbeddingSpec | None,
+    ) -> ScoreSettings:
+        return cls(versions, config, known_docs, embedding, scoring_token(versions, config, known_docs, embedding))
 
 
-def map_scoring(runner: RunnerSpec, task: Any, parameters: dict[str, Any]) -> list[ScoredBatch]:
-    """Run `task` mapped over `parameters` on the flow's thread pool, or on Dask (prefect-dask): a
-    LocalCluster of `runner.workers` processes, or the scheduler at `runner.address`."""
+@task(name="score-batch", cache_policy=NO_CACHE)
+def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
+    key = score_key(batch, settings.token)
+    found = find_scored(batch.results, batch.index, key)
+    if found is not None:
+        return found
+    metrics = [get_metric(name) for name in settings.versions]
+    embedding, store = settings.embedding, batch.store()
+    with store.local(batch.cases, batch.captures or "") as (cases_path, captures_path):
+        scored = score_files(
+            cases_path,
+            captures_path,
+            metrics,
+            settings.config,
+            known_docs=settings.known_docs,
+            encoder=embedding.encoder() if embedding is not None else None,
+            idf=embedding.idf if embedding is not None else None,
+            judge=batch.read_judged(),
+        )
+    tables = scored.tables()
+    tables["cases"] = cases_table_from_lines(store.get(batch.cases), store.get(batch.captures or ""))
+    return stage_scored(batch.results, batch.index, key, tables)
+
+
+def map_scoring(runner: RunnerSpec, task: Any, batches: list[BatchRef], settings: ScoreSettings) -> list[ScoredRef]:
+    """Run `task` over the batches on the flow's thread pool, or on Dask (prefect-dask): a LocalCluster of
+    `runner.workers` processes, or the scheduler at `runner.address`. Only references travel: the
+    workers read and write the staged files in the results location."""
     if runner.kind == "thread":
-        return list(task.map(**parameters).result())
+        return _bounded(task, batches, quote(settings), runner.workers)
+    parameters = {"batch": batches, "settings": unmapped(settings)}  # prefect-dask resolves no quote()
     from prefect_dask import DaskTaskRunner
 
     if runner.address:
@@ -61,6 +91,19 @@ def map_scoring(runner: RunnerSpec, task: Any, parameters: dict[str, Any]) -> li
         )
     with dask:
         return [future.result() for future in dask.map(task, parameters)]
+
+
+def _bounded(task: Any, batches: list[BatchRef], settings: Any, in_flight: int) -> list[ScoredRef]:
+    """The batches on the flow's threads, at most `in_flight` at once: scoring is CPU work under the GIL,
+    so more threads only hold more batches in memory. `settings` is quoted: Prefect does not walk it."""
+    pending: deque[Any] = deque()
+    done: list[ScoredRef] = []
+    for batch in batches:
+        if len(pending) >= in_flight:
+            done.append(pending.popleft().result())
+        pending.append(task.submit(batch, settings))
+    done.extend(future.result() for future in pending)
+    return done
 
 
 def worker_env() -> dict[str, str]:

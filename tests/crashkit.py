@@ -21,10 +21,10 @@ if __package__ in (None, ""):  # run as a script: make `raglake` importable from
 
 # stage -> (module, class, method, which calls count)
 STAGES = {
-    "capture": ("raglake.targets.replay", "_ReplayBase", "capture", lambda *a, **kw: True),
+    "capture": ("raglake.targets.replay", "ReplayFile", "capture_lines", lambda *a, **kw: True),  # per batch
     "embedding": ("raglake.embed.cache", "EmbeddingCache", "put", lambda *a, **kw: True),
     "judge": ("raglake.judge.ledger", "JudgeLedger", "record", lambda *a, **kw: True),
-    "scoring": ("raglake.pipeline.scoring", None, "score_context", lambda *a, **kw: True),
+    "scoring": ("raglake.pipeline.scoring", None, "score_columnar", lambda *a, **kw: True),  # per batch
     "landing": ("raglake.lake.store", "Lake", "write", lambda self, table, *a, **kw: table == "runs"),
 }
 

@@ -128,7 +128,7 @@ SCENARIOS = {
     "capture": (2, 5, ["recall_any_at_k", "mrr_at_k"], 3, ["recall_any_at_k", "ndcg_at_k"]),
     "embedding": (1, 5, ["semantic_similarity", "mrr_at_k"], 3, ["semantic_similarity", "recall_any_at_k"]),
     "judge": (JUDGE_KILL_AT, 5, ["wp_relevance", "recall_any_at_k", "mrr_at_k"], 3, ["wp_relevance", "precision_at_k"]),
-    "scoring": (15, 5, ["recall_any_at_k", "mrr_at_k"], 3, ["recall_any_at_k", "precision_at_k"]),
+    "scoring": (2, 5, ["recall_any_at_k", "mrr_at_k"], 3, ["recall_any_at_k", "precision_at_k"]),  # 2nd batch
     "landing": (1, 5, ["recall_any_at_k", "mrr_at_k"], 3, ["recall_any_at_k"]),
 }
 

@@ -148,6 +148,6 @@ def test_dask_workers_get_the_api_url_from_the_cluster_not_from_this_process(mon
 
     monkeypatch.setattr(prefect_dask, "DaskTaskRunner", FakeRunner)
     before = dict(os.environ)
-    assert map_scoring(RunnerSpec("dask", workers=2), object(), {}) == []
+    assert map_scoring(RunnerSpec("dask", workers=2), object(), [], None) == []
     assert seen["env_inside"] == before == dict(os.environ)
     assert seen["kwargs"]["env"]["PREFECT_API_URL"].startswith("http")

@@ -3,6 +3,7 @@ does no scoring work, and a run that crashed while landing resumes without scori
 
 from __future__ import annotations
 
+import fsspec
 import pytest
 
 from raglake.errors import InputError
@@ -23,14 +24,14 @@ def scoring_calls(monkeypatch) -> list[int]:
     import raglake.tasks.score
 
     calls: list[int] = []
-    original = raglake.tasks.score.score_batch
+    original = raglake.tasks.score.score_files
 
-    def counting(pairs, *args, **kwargs):
-        pairs = list(pairs)
-        calls.append(len(pairs))
-        return original(pairs, *args, **kwargs)
+    def counting(cases_path, *args, **kwargs):  # the number of cases in each batch scored
+        with fsspec.open(cases_path, "rb") as f:
+            calls.append(sum(1 for line in f if line.strip()))
+        return original(cases_path, *args, **kwargs)
 
-    monkeypatch.setattr(raglake.tasks.score, "score_batch", counting)
+    monkeypatch.setattr(raglake.tasks.score, "score_files", counting)
     return calls
 
 

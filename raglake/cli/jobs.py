@@ -49,6 +49,7 @@ def run(
     require_snippets: opt.RequireSnippets = False,
     batch_size: opt.BatchSize = 100,
     embedder: opt.Embedder = None,
+    device: opt.Device = "auto",
     theta_s: opt.ThetaS = 0.5,
     theta_h: opt.ThetaH = 0.4,
     bertscore_layer: opt.BertscoreLayer = None,
@@ -100,7 +101,7 @@ def run_options(p: dict) -> dict:
 
 
 # `raglake run` options that are RunSettings fields as they are, and those of its nested models
-PLAIN_OPTIONS = ("lake", "k", "require_snippets", "batch_size", "results", "embedder", "runner", "run_id")
+PLAIN_OPTIONS = ("lake", "k", "require_snippets", "batch_size", "results", "embedder", "device", "runner", "run_id")
 SCORING_OPTIONS = ("theta_s", "theta_h", "bertscore_layer", "bertscore_idf")
 SPOT_CHECK = {"model": "model", "base_url": "base_url", "share": "share", "minimum": "min"}
 JUDGE_LIMITS = {
@@ -164,6 +165,7 @@ def rescore(
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Recompute every selected metric, changed or not.")] = False,
     embedder: Annotated[Optional[str], typer.Option(help="Embedder (default: the one each run used).")] = None,
+    device: opt.Device = "auto",
     judge_base_url: Annotated[
         Optional[str], typer.Option(help="Judge for judge metrics (without one they are kept).")
     ] = None,
@@ -192,6 +194,7 @@ def rescore(
         metrics=split_option(metrics) or None,
         lake=lake,
         embedder=embedder,
+        device=device,
         judge=judge,
         runner=runner,
         force=force,

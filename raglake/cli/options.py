@@ -30,6 +30,12 @@ BatchSize = Annotated[int, typer.Option(help="Cases per capture/scoring task.")]
 Embedder = Annotated[
     Optional[str], typer.Option(help="Sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2).")
 ]
+Device = Annotated[
+    str,
+    typer.Option(
+        help="Where the embedder runs: auto (cuda, else mps, when torch sees one, else cpu), cpu, cuda or mps."
+    ),
+]
 ThetaS = Annotated[float, typer.Option(help="context_sufficiency threshold θs (cosine).")]
 ThetaH = Annotated[float, typer.Option(help="answer_hallucination threshold θh (cosine).")]
 BertscoreLayer = Annotated[Optional[int], typer.Option(help="BERTScore hidden layer (default: the model's last).")]

@@ -85,9 +85,12 @@ class BertScorer:
                 seq = [cls, *windows[w][1], sep]
                 input_ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
+            device = self.model.device  # the embedder's (cpu, cuda or mps); the matching runs on the cpu
             with torch.no_grad():
-                out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
-            hidden = out.hidden_states[self.layer].numpy().astype(np.float64)
+                out = self.model(
+                    input_ids=input_ids.to(device), attention_mask=mask.to(device), output_hidden_states=True
+                )
+            hidden = out.hidden_states[self.layer].float().cpu().numpy().astype(np.float64)
             for row, w in enumerate(batch):
                 vecs = hidden[row, : len(windows[w][1]) + 2]  # [CLS] tokens [SEP]
                 pieces[w] = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)

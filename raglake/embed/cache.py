@@ -1,7 +1,12 @@
 """Vectors cached on disk by (embedder key, text hash), so a text is encoded once across runs.
 
 Each embedder has its own folder of append-only shards (`shard-*.npz`: keys + float32 vectors),
-each written atomically; a reader loads every shard once per process."""
+each written atomically; a reader loads every shard once per process.
+
+The device is part of the folder, not of the embedder key: vectors made on a GPU agree with the CPU's
+to about 1e-6 but not bit for bit, so a CPU run only ever reads CPU-made vectors (its scores are
+reproducible whatever ran on the lake before) while the key recorded on scores, which says which model
+made them, stays the same on every device. The CPU's folder is named by the key alone, as before."""
 
 from __future__ import annotations
 
@@ -31,6 +36,12 @@ def default_cache_root(lake_url: str) -> Path:
     return Path.home() / ".cache" / "raglake"
 
 
+def cache_folder_name(embedder_key: str, device: str = "cpu") -> str:
+    """The vector cache folder of an embedder on a device: the key alone for cpu, key@device otherwise."""
+    name = embedder_key if device == "cpu" else f"{embedder_key}@{device}"
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", name)
+
+
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
@@ -48,8 +59,8 @@ class EncodeStats:
 class EmbeddingCache:
     """Vectors by text key; on disk under `root` (shared across runs), or in memory only when root is None."""
 
-    def __init__(self, root: str | Path | None, embedder_key: str):
-        self.folder = Path(root) / re.sub(r"[^A-Za-z0-9._@-]+", "_", embedder_key) if root else None
+    def __init__(self, root: str | Path | None, embedder_key: str, device: str = "cpu"):
+        self.folder = Path(root) / cache_folder_name(embedder_key, device) if root else None
         self._vectors: dict[str, np.ndarray] | None = None
         self._lock = threading.Lock()
 
@@ -90,17 +101,24 @@ class TextEncoder:
         self.stats = EncodeStats()
 
     def _encode_reporting(self, texts: list[str]) -> np.ndarray:
-        """The embedder's encode; with a progress display, in slices so the bar moves."""
+        """The embedder's encode, longest text first (as sentence-transformers orders each call, so a batch
+        holds texts of about one length and pads little), in the given order again on return; with a
+        progress display, in slices so the bar moves: sorted first, every slice is of like lengths too."""
         progress.start("encoding", len(texts), "texts")
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        ordered = [texts[i] for i in order]
         if not progress.active() or len(texts) <= _PROGRESS_SLICE:
-            vectors = self.embedder.encode(texts)
+            vectors = self.embedder.encode(ordered)
             progress.advance("encoding", len(texts))
-            return vectors
-        parts = []
-        for start in range(0, len(texts), _PROGRESS_SLICE):
-            parts.append(self.embedder.encode(texts[start : start + _PROGRESS_SLICE]))
-            progress.advance("encoding", len(parts[-1]))
-        return np.concatenate(parts)
+        else:
+            parts = []
+            for start in range(0, len(ordered), _PROGRESS_SLICE):
+                parts.append(self.embedder.encode(ordered[start : start + _PROGRESS_SLICE]))
+                progress.advance("encoding", len(parts[-1]))
+            vectors = np.concatenate(parts)
+        restored = np.empty_like(vectors)
+        restored[np.asarray(order, dtype=np.intp)] = vectors
+        return restored
 
     def encode(self, texts: Sequence[str], caller: str = "") -> np.ndarray:
         """Vectors aligned with `texts` (duplicates share one encoding)."""

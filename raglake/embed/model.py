@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from raglake.errors import ConfigError
+from raglake.errors import ConfigError, UnknownNameError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEVICES = ("auto", "cpu", "cuda", "mps")  # what --device takes; "auto": cuda, else mps, when torch sees one, else cpu
 
 
 def _offline() -> None:
@@ -45,6 +46,39 @@ def resolve_embedder_path(name_or_path: str | None) -> tuple[str, Path]:
     return path.resolve().name, path.resolve()
 
 
+def check_device(name: str) -> str:
+    """A --device value as given, or a ConfigError with a suggestion (torch is not imported)."""
+    if name in DEVICES:
+        return name
+    meant = {"gpu": "cuda", "nvidia": "cuda", "metal": "mps"}.get(name.lower(), name.lower().split(":")[0])
+    if meant in DEVICES:  # another spelling of a known device: GPU, CUDA, cuda:0
+        raise ConfigError(f"unknown device {name!r} (did you mean {meant!r}?); known: {', '.join(DEVICES)}")
+    raise UnknownNameError("device", name, DEVICES)
+
+
+def resolve_device(name: str = "auto") -> str:
+    """The device the embedder runs on for a --device value: cpu, cuda or mps. Asking for cuda (or mps)
+    where torch sees none is a ConfigError; `auto` falls back to cpu. Only cpu avoids importing torch."""
+    if check_device(name) == "cpu":
+        return "cpu"
+    import torch
+
+    cuda = torch.cuda.is_available()
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    if name == "auto":
+        return "cuda" if cuda else "mps" if mps else "cpu"
+    if (name == "cuda" and not cuda) or (name == "mps" and not mps):
+        seen = "cuda" if cuda else "mps" if mps else "only the cpu"
+        build = f"torch {torch.__version__}" + (
+            ", built without CUDA" if name == "cuda" and not torch.version.cuda else ""
+        )
+        raise ConfigError(
+            f"device {name!r} asked for, but torch sees no {name.upper()} device here ({build}; it sees {seen}); "
+            "use --device auto (the best device torch sees) or --device cpu"
+        )
+    return name
+
+
 def weights_hash(folder: Path) -> str:
     """sha256 over the model's weight and config files (names and bytes), first 16 hex digits."""
     h = hashlib.sha256()
@@ -64,9 +98,10 @@ def weights_hash(folder: Path) -> str:
 class Embedder:
     """Encodes texts into L2-normalised float32 vectors; counts tokens with the model's tokenizer."""
 
-    def __init__(self, name_or_path: str | None = None, *, batch_size: int = 64):
+    def __init__(self, name_or_path: str | None = None, *, batch_size: int = 64, device: str = "cpu"):
         self.name, self.path = resolve_embedder_path(name_or_path)
         self.batch_size = batch_size
+        self.device = resolve_device(device)  # cpu, cuda or mps; the key (what identifies the vectors) omits it
 
     @cached_property
     def model_hash(self) -> str:
@@ -88,7 +123,7 @@ class Embedder:
         transformers.utils.logging.disable_progress_bar()
 
         try:
-            return SentenceTransformer(str(self.path), device="cpu")
+            return SentenceTransformer(str(self.path), device=self.device)
         except (OSError, ValueError) as e:
             raise ConfigError(f"cannot load embedder from {self.path}: {e}") from None
 

@@ -5,7 +5,7 @@ row exists). What the rows hold is the pipeline's business (raglake.pipeline.row
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
@@ -33,7 +33,7 @@ def clear_uncommitted(lake: Lake, run_id: str) -> list[str]:
     return stale
 
 
-def _check(run_id: str, tables: Mapping[str, pa.Table], runs_row: pa.Table) -> None:
+def _check(run_id: str, tables: Mapping[str, object], runs_row: pa.Table) -> None:
     wrong = sorted(set(tables) - set(RUN_TABLES))
     if wrong:
         raise LakeError(
@@ -48,13 +48,14 @@ def land_run(
     lake: Lake,
     run_id: str,
     run_date: dt.date,
-    tables: Mapping[str, pa.Table],
+    tables: Mapping[str, pa.Table | Iterable[pa.Table]],
     runs_row: pa.Table,
     *,
     stems: Mapping[str, str] | None = None,
 ) -> None:
     """Clear what earlier attempts of the run left, write its `tables` (table name -> rows of that
-    table's schema; one file each, named `stems[name]` or the run id), then the `runs_row`. A second
+    table's schema, or parts of them streamed into the file; one file each, named `stems[name]` or the
+    run id), then the `runs_row`. A second
     process landing the same run at the same time makes this one fail with nothing committed."""
     _check(run_id, tables, runs_row)
     stems = stems or {}

@@ -13,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from raglake.errors import ConfigError, LakeError, UnknownNameError
+from raglake.lake.resample import GROUPS_TYPE, resample_means_udf
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
 
@@ -79,6 +80,14 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
         readable += files
     if registry is not None:
         con.from_arrow(registry).create_view("metrics")
+    con.create_function(
+        "resample_means",
+        resample_means_udf,
+        [GROUPS_TYPE, "BIGINT", "BIGINT"],
+        GROUPS_TYPE,
+        type="arrow",
+        side_effects=False,
+    )
     for view in _sql_files("views").values():
         con.execute(view.read_text(encoding="utf-8"))
     _lock(con, readable)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import fsspec
@@ -17,6 +18,24 @@ from raglake.lake.tables import TABLES, TableSpec
 
 DEFAULT_LAKE = "data/lake"
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]*$")
+
+
+ROW_GROUP_ROWS = 128 * 1024
+
+
+def _row_groups(table: str, parts: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """The parts, checked against the table's schema, regrouped into row groups of about ROW_GROUP_ROWS."""
+    schema, held, rows = TABLES[table].schema, [], 0
+    for part in parts:
+        if part.schema != schema:
+            raise LakeError(f"data for {table} does not have the table's schema:\n{part.schema}")
+        held.append(part)
+        rows += part.num_rows
+        if rows >= ROW_GROUP_ROWS:
+            yield pa.concat_tables(held)
+            held, rows = [], 0
+    if held or rows == 0:
+        yield pa.concat_tables(held) if held else schema.empty_table()
 
 
 def lake_root(explicit: str | None = None) -> str:
@@ -38,16 +57,21 @@ class Lake:
         return f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}={value}"
 
     def write(
-        self, table: str, partition_value: str, data: pa.Table, stem: str, *, replace_uncommitted: bool = False
+        self,
+        table: str,
+        partition_value: str,
+        data: pa.Table | Iterable[pa.Table],
+        stem: str,
+        *,
+        replace_uncommitted: bool = False,
     ) -> str:
-        """Write one new file atomically (temp name, then rename).
+        """Write one new file atomically (temp name, then rename). `data`: one table, or parts of one
+        streamed into the file (row groups of about ROW_GROUP_ROWS rows; only that much is held at once).
 
         An existing file is never replaced (on a local lake the rename itself refuses, so two writers
         cannot both win), except with `replace_uncommitted`: a run's own files from an attempt that
         crashed before its `runs` row landed (readers never saw those files)."""
         spec = TABLES[table]
-        if data.schema != spec.schema:
-            raise LakeError(f"data for {table} does not have the table's schema:\n{data.schema}")
         folder = self._dir(spec, partition_value)
         final = f"{folder}/{stem}.parquet"
         if self.fs.exists(final) and not replace_uncommitted:
@@ -55,8 +79,9 @@ class Lake:
         tmp = f"{folder}/.{stem}.{uuid.uuid4().hex[:8]}.parquet.tmp"
         self.fs.makedirs(folder, exist_ok=True)
         try:
-            with self.fs.open(tmp, "wb") as f:
-                pq.write_table(data, f, compression="zstd")
+            with self.fs.open(tmp, "wb") as f, pq.ParquetWriter(f, spec.schema, compression="zstd") as writer:
+                for group in _row_groups(table, [data] if isinstance(data, pa.Table) else data):
+                    writer.write_table(group)
             self._publish(tmp, final, replace_uncommitted)
         finally:
             if self.fs.exists(tmp):

@@ -3,9 +3,13 @@ first, then (once a judge is configured) the judge's classification, the uncerta
 
 from __future__ import annotations
 
+import numpy as np
+
 from raglake.metrics import rules
+from raglake.metrics.columnar import BatchContext, Column
+from raglake.metrics.columnar_answers import abstained
 from raglake.metrics.context import CaseContext
-from raglake.metrics.registry import Score, register
+from raglake.metrics.registry import Score, columnar_form, register
 from raglake.metrics.steps import ABSTENTION
 
 
@@ -53,3 +57,23 @@ def hallucination_rate_unanswerable(ctx: CaseContext) -> Score:
     """Unanswerable only: 1 − abstention_accuracy (it answered anyway)."""
     did, how = _abstained(ctx)
     return Score.ok(float(not did), source=how)
+
+
+def _abstained_columns(bc: BatchContext, value_if_abstained: float) -> Column:
+    """Without a judge: the explicit field, else the uncertainty phrases."""
+    col = Column(bc.n)
+    did, explicit = abstained(bc)
+    rows = np.ones(bc.n, dtype=bool)
+    col.ok(rows, np.where(did, value_if_abstained, 1.0 - value_if_abstained))
+    col.sources(rows, np.where(explicit, 0, 1), ["abstained_field", "uncertainty_phrases"])
+    return col
+
+
+@columnar_form("abstention_accuracy")
+def _abstention_accuracy_columns(bc: BatchContext) -> Column:
+    return _abstained_columns(bc, 1.0)
+
+
+@columnar_form("hallucination_rate_unanswerable")
+def _hallucination_columns(bc: BatchContext) -> Column:
+    return _abstained_columns(bc, 0.0)

@@ -1,5 +1,6 @@
 """Embedding metrics (METRICS.md §4; seeds 003 and 004): cosine on normalised vectors of the run's
-embedder, read from the run's vector table (every distinct text encoded once), and BERTScore."""
+embedder, read from the run's vector table (every distinct text encoded once), and BERTScore.
+Each cosine metric declares the kinds of text it reads (`texts=`): the run encodes only those."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def _question_chunk_cosines(ctx: CaseContext) -> np.ndarray:
     scale="cosine",
     higher_is_better=True,
     inputs=("question", "retrieved", "vectors"),
+    texts=("question", "top_k_contexts"),
     headline=True,
     **_EMB,
 )
@@ -55,6 +57,7 @@ def context_relevance(ctx: CaseContext) -> Score:
     scale="0-1",
     higher_is_better=True,
     inputs=("question", "retrieved", "vectors"),
+    texts=("question", "top_k_contexts"),
     headline=True,
     worst_cases=True,
     **_EMB,
@@ -71,6 +74,7 @@ def context_sufficiency(ctx: CaseContext) -> Score:
     scale="cosine",
     higher_is_better=True,
     inputs=("question", "answer", "vectors"),
+    texts=("question", "answer"),
     headline=True,
     **_EMB,
 )
@@ -98,6 +102,7 @@ def _answer_reference(ctx: CaseContext) -> float | Score:
     scale="cosine",
     higher_is_better=True,
     inputs=("answer", "reference_answer", "vectors"),
+    texts=("answer", "reference_answer"),
     headline=True,
     worst_cases=True,
     **_EMB,
@@ -115,6 +120,7 @@ def answer_correctness_emb(ctx: CaseContext) -> Score:
     scale="0-1",
     higher_is_better=True,
     inputs=("answer", "reference_answer", "vectors"),
+    texts=("answer", "reference_answer"),
 )
 def semantic_similarity(ctx: CaseContext) -> Score:
     """max(0, cos(answer, reference answer)); the 0-100 view is this × 100, rounded to 2 places."""
@@ -127,6 +133,7 @@ def semantic_similarity(ctx: CaseContext) -> Score:
     scale="0-1",
     higher_is_better=False,
     inputs=("answer", "retrieved", "vectors"),
+    texts=("answer_sentences", "top_k_contexts"),
     headline=True,
     **_EMB,
 )
@@ -160,6 +167,8 @@ def _bert(ctx: CaseContext, part: str) -> Score:
     return Score.ok(min(1.0, getattr(result, part)), model=ctx.embeddings.bert_id)
 
 
+# BERTScore reads no sentence vectors (texts=()): its token embeddings of each answer and reference
+# are made per batch by raglake.pipeline.embedding.prepare_embeddings
 _BERT = dict(
     family="embedding",
     seed="004",

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from raglake.embed.texts import TEXT_KINDS
 from raglake.errors import UnknownNameError
 from raglake.metrics.steps import JudgeStep
 
@@ -89,6 +90,11 @@ class Metric:
     # tables; a run-level one is among the run figures of the flow's summary
     headline: bool = False
     worst_cases: bool = False  # the report lists the run's worst cases by it
+    # the kinds of text whose vectors it reads from the run's vector table (raglake.embed.texts.TEXT_KINDS):
+    # the embedding stage encodes the union over the selected metrics, nothing else
+    texts: tuple[str, ...] = ()
+    # its vectorised form over a whole batch (raglake.metrics.columnar), set by @columnar_form beside the metric
+    columnar: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -127,10 +133,16 @@ def register(
     steps: tuple[JudgeStep, ...] = (),
     headline: bool = False,
     worst_cases: bool = False,
+    texts: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register `fn` under `name`; the first docstring line becomes the description."""
     if family not in FAMILIES or level not in LEVELS or applies_to not in APPLIES_TO:
         raise ValueError(f"bad metadata for metric {name!r}: {family=}, {level=}, {applies_to=}")
+    for kind in texts:
+        if kind not in TEXT_KINDS:
+            raise UnknownNameError(f"kind of text (texts=) of metric {name!r}", kind, TEXT_KINDS)
+    if texts and "vectors" not in inputs:
+        raise ValueError(f"metric {name!r} declares texts={texts} but does not read 'vectors' (inputs=)")
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY:
@@ -151,7 +163,22 @@ def register(
             tuple(steps),
             headline,
             worst_cases,
+            tuple(texts),
         )
+        return fn
+
+    return wrap
+
+
+def columnar_form(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: `fn` is the vectorised form of the registered metric `name` (the same values, status,
+    reason and label source for every case as the metric's function; tests/test_columnar_scoring.py)."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        metric = get_metric(name)
+        if metric.columnar is not None:
+            raise ValueError(f"metric {name!r} has two columnar forms")
+        _REGISTRY[name] = replace(metric, columnar=fn)
         return fn
 
     return wrap

@@ -6,9 +6,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from raglake.anchors import path_under_folder
+from raglake.columnar import normalise as norm
+from raglake.columnar.arrays import to_numpy
+from raglake.metrics.columnar import SKIPPED, BatchContext, Column, grouped
+from raglake.metrics.columnar_answers import human_answer
+from raglake.metrics.columnar_ndcg import ndcg_parts
 from raglake.metrics.context import CaseContext
-from raglake.metrics.registry import Score, register
+from raglake.metrics.registry import Score, columnar_form, register
 from raglake.metrics.steps import ACKNOWLEDGES_CONFLICT
 from raglake.schemas import GoldSupport
 
@@ -251,3 +260,125 @@ def recency_rule_ok(ctx: CaseContext) -> Score:
             return Score.failed(judged.status, judged.reason, **judged.judge_meta())
         return Score.skipped("no_judge")
     return Score.ok(float(label.value), source=label.source)
+
+
+# ---- vectorised forms (raglake.metrics.columnar): the same scores over a whole batch -----------------------
+
+
+def _with_supports(bc: BatchContext) -> tuple[Column, np.ndarray]:
+    """A column with `no_gold_supports` where the case has none, and the rows that have some."""
+    col = Column(bc.n)
+    has = bc.n_supports > 0
+    col.undefined(~has, _NO_SUPPORTS)
+    return col, has
+
+
+def _top_hit_cases(bc: BatchContext) -> np.ndarray:
+    """Per case: the top-K chunks that match some gold support, counted once each."""
+    return np.bincount(bc.chunk_case[bc.top_matched], minlength=bc.n)
+
+
+@columnar_form("recall_any_at_k")
+def _recall_any_columns(bc: BatchContext) -> Column:
+    col, has = _with_supports(bc)
+    col.ok(has, (_top_hit_cases(bc) > 0).astype(np.float64))
+    return col
+
+
+@columnar_form("recall_all_at_k")
+def _recall_all_columns(bc: BatchContext) -> Column:
+    col = Column(bc.n)
+    groups, n_groups = bc.golden.groups, bc.golden.n_groups
+    has = n_groups > 0
+    col.undefined(~has, "no_required_groups")
+    group_start = np.cumsum(n_groups) - n_groups
+    member = to_numpy(groups.column("support"), 0, np.int64) + bc.support_start[groups.parent]
+    group_id = group_start[groups.parent] + to_numpy(groups.column("group"), 0, np.int64)
+    satisfied = np.bincount(group_id[bc.support_hit[member]], minlength=int(n_groups.sum())) > 0
+    unmet = np.bincount(np.repeat(np.arange(bc.n), n_groups)[~satisfied], minlength=bc.n)
+    col.ok(has, (unmet == 0).astype(np.float64))
+    return col
+
+
+@columnar_form("mrr_at_k")
+def _mrr_columns(bc: BatchContext) -> Column:
+    col, has = _with_supports(bc)
+    ci = np.flatnonzero(bc.top_matched)
+    first = np.full(bc.n, np.inf)
+    np.minimum.at(first, bc.chunk_case[ci], bc.chunk_rank[ci].astype(np.float64))
+    col.ok(has, np.where(np.isfinite(first), 1.0 / first, 0.0))
+    return col
+
+
+@columnar_form("precision_at_k")
+def _precision_columns(bc: BatchContext) -> Column:
+    col, has = _with_supports(bc)
+    col.ok(has, _top_hit_cases(bc) / bc.k)
+    return col
+
+
+@columnar_form("ndcg_at_k")
+def _ndcg_columns(bc: BatchContext) -> Column:
+    """Cases where a top-K chunk matches two or more supports (the crediting order decides) are left to ndcg_at_k."""
+    col = Column(bc.n)
+    labelled_top = np.bincount(bc.chunk_case[bc.top & (bc.chunk_label >= 0)], minlength=bc.n) > 0
+    col.undefined((bc.n_supports == 0) & ~labelled_top, "no_gold_supports_or_labels")
+    dcg_, idcg = ndcg_parts(bc)
+    rows = col.status < 0
+    col.undefined(rows & (idcg == 0), "idcg_zero")
+    rows &= idcg != 0
+    col.ok(rows, np.divide(dcg_, idcg, out=np.zeros(bc.n), where=idcg != 0))
+    multi = np.bincount(bc.top_matches[0], minlength=len(bc.chunk_case)) >= 2
+    col.defer(np.bincount(bc.chunk_case[multi], minlength=bc.n) > 0)
+    return col
+
+
+@columnar_form("scope_miss")
+def _scope_miss_columns(bc: BatchContext) -> Column:
+    col = Column(bc.n)
+    mode = bc.capture_column("folder_mode")
+    on = norm.mask(pc.is_in(mode, pa.array(["on", "on_with_fallback"])))
+    col.undefined(~on, "folder_mode_off")
+    col.undefined(on & (bc.n_supports == 0), _NO_SUPPORTS)
+    rows = np.flatnonzero(on & (bc.n_supports > 0))
+    supports = bc.golden.supports
+    paths = grouped(supports.parent, supports.column("rel_path"), rows, bc.n)
+    folders = bc.capture_column("selected_folders").take(pa.array(rows, type=pa.int64())).to_pylist()
+    values = np.zeros(bc.n)
+    inside = [any(path_under_folder(p, f) for p in ps for f in fs) for ps, fs in zip(paths, folders)]
+    values[rows] = np.where(np.asarray(inside, dtype=bool), 0.0, 1.0)
+    col.ok(rows, values)
+    return col
+
+
+@columnar_form("attribution_hit")
+def _attribution_columns(bc: BatchContext) -> Column:
+    col, has = _with_supports(bc)
+    cited = np.bincount(bc.golden.supports.parent[bc.support_referenced], minlength=bc.n) > 0
+    col.ok(has, cited.astype(np.float64))
+    return col
+
+
+@columnar_form("recency_rule_ok")
+def _recency_columns(bc: BatchContext) -> Column:
+    """Without a judge (with one, recency_rule_ok runs per case)."""
+    col = Column(bc.n)
+    rule = bc.case_column("recency_conflict_rule")
+    col.undefined(norm.mask(pc.is_null(rule)), "no_recency_rule")
+    col.undefined(norm.mask(pc.is_valid(rule)) & (bc.n_supports == 0), _NO_SUPPORTS)
+    parent, referenced = bc.golden.supports.parent, bc.support_referenced
+    days = to_numpy(bc.golden.supports.column("date").cast(pa.date32()).cast(pa.int32()), -(2**31), np.int64)
+    newest = np.full(bc.n, -(2**31), dtype=np.int64)
+    np.maximum.at(newest, parent, days)
+    target = (days == newest[parent]) & (days > -(2**31))
+    cites_newer = np.bincount(parent[target & referenced], minlength=bc.n) > 0
+    cites_all = np.bincount(parent[~referenced], minlength=bc.n) == 0
+    open_ = col.status < 0
+    col.ok(open_ & norm.mask(pc.equal(rule, "cite_newer")), cites_newer.astype(np.float64))
+    both = open_ & norm.mask(pc.equal(rule, "cite_both"))
+    ack = open_ & norm.mask(pc.equal(rule, "acknowledge_both"))
+    col.ok(both | (ack & ~cites_all), cites_all.astype(np.float64))
+    given, value = human_answer(bc)["acknowledges_conflict"]
+    col.ok(ack & cites_all & given, value.astype(np.float64), source="human")
+    col.failed(ack & cites_all & ~given, SKIPPED, "no_judge")
+    return col

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from raglake.embed.bertscore import BertScore, idf_weights
 from raglake.embed.cache import TextEncoder
 from raglake.embed.encoders import bert_scorer, text_encoder
+from raglake.embed.model import resolve_device
 from raglake.embed.texts import VectorTable, collect_texts
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
@@ -29,24 +30,30 @@ class EmbeddingInputs:
 @dataclass(frozen=True)
 class EmbeddingSpec:
     """How a run embeds: the embedder as named, the vector cache folder, the embedder's key
-    (name@weights-hash) and, for BERTScore with idf, the run-level idf weights."""
+    (name@weights-hash), for BERTScore with idf the run-level idf weights, and the device the
+    embedder runs on (resolved: cpu, cuda or mps)."""
 
     embedder: str | None
     cache_root: str | None
     key: str
     idf: dict[int, float] | None = None
+    device: str = "cpu"
 
     def encoder(self) -> TextEncoder:
-        return text_encoder(self.embedder, self.cache_root)
+        return text_encoder(self.embedder, self.cache_root, self.device)
 
     def cache_token(self) -> str:
-        """What of the spec changes scores (for cache keys): the model and the idf weights."""
+        """What of the spec changes scores (for cache keys): the model, the idf weights and, off the cpu,
+        the device (its vectors agree with the cpu's to about 1e-6, not bit for bit; a cpu run's token,
+        and so its cached scores, are the same as before devices existed)."""
         idf = hashlib.sha256(json.dumps(sorted((self.idf or {}).items())).encode()).hexdigest()[:12]
-        return f"{self.key}|idf:{idf if self.idf else '-'}"
+        return f"{self.key}|idf:{idf if self.idf else '-'}" + ("" if self.device == "cpu" else f"|{self.device}")
 
 
 def needs_vectors(metrics: Sequence[Metric]) -> bool:
-    return any("vectors" in m.inputs for m in metrics)
+    """Whether some metric reads the vector table (declares texts); a judge metric that reads vectors
+    encodes its own texts through the encoder."""
+    return any(m.texts for m in metrics)
 
 
 def needs_tokens(metrics: Sequence[Metric]) -> bool:
@@ -54,7 +61,13 @@ def needs_tokens(metrics: Sequence[Metric]) -> bool:
 
 
 def needs_embedder(metrics: Sequence[Metric]) -> bool:
-    return needs_vectors(metrics) or needs_tokens(metrics)
+    return any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in metrics)
+
+
+def embedding_device(metrics: Sequence[Metric], device: str) -> str | None:
+    """The device a run's embedder runs on for its --device (cpu, cuda or mps; what the run records),
+    None when no selected metric embeds."""
+    return resolve_device(device) if needs_embedder(metrics) else None
 
 
 def reference_idf(encoder: TextEncoder, references: Sequence[str], layer: int | None) -> dict[int, float]:
@@ -77,7 +90,7 @@ def prepare_embeddings(
         raise ConfigError("embedding metrics were selected but no embedder was given")
     inputs = EmbeddingInputs()
     if needs_vectors(metrics):
-        inputs.vectors = VectorTable.encode(encoder, collect_texts(pairs, config.k), caller="metrics")
+        inputs.vectors = VectorTable.encode(encoder, collect_texts(pairs, config.k, metrics), caller="metrics")
     if needs_tokens(metrics):
         scorer = bert_scorer(encoder.embedder, config.bertscore_layer)
         todo = [

@@ -6,12 +6,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import RunValue, all_metrics, metric_versions
 from raglake.pipeline.plan import RunPlan
 from raglake.pipeline.rows import RunRecord
+from raglake.pipeline.staging import ScoredRef
 from raglake.schemas import Capture
 
 
@@ -32,9 +33,45 @@ class JudgeSummary:
         return {cid: self.outcomes.get(cid, {}) for cid in case_ids}
 
 
+LATENCY_FIELDS = ("folder_selection", "retrieval", "generation", "total", "wall")
+
+
+class LatencyFacts(NamedTuple):
+    folder_selection: float | None
+    retrieval: float | None
+    generation: float | None
+    total: float | None
+    wall: float | None
+
+
+class CaptureFacts:
+    """What the run-level figures read of a capture (status and latencies), without the capture: a run
+    of a million cases keeps these, not its captures."""
+
+    __slots__ = ("status", "latency_ms")
+
+    def __init__(self, status: str, latency_ms: LatencyFacts):
+        self.status, self.latency_ms = status, latency_ms
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("error", "timeout")
+
+
+def capture_facts(scored: Sequence[ScoredRef]) -> list[CaptureFacts]:
+    """The captures' facts of a run's scored batches, in batch order, read from their staged `cases` rows."""
+    columns = ["capture_status", *(f"latency_{f}_ms" for f in LATENCY_FIELDS)]
+    out: list[CaptureFacts] = []
+    for ref in sorted(scored, key=lambda r: r.index):
+        table = ref.table("cases", columns).to_pydict()
+        latencies = zip(*(table[f"latency_{f}_ms"] for f in LATENCY_FIELDS))
+        out.extend(CaptureFacts(s, LatencyFacts(*lat)) for s, lat in zip(table["capture_status"], latencies))
+    return out
+
+
 def finish_run(
     plan: RunPlan,
-    captures: Sequence[Capture],
+    captures: Sequence[Capture | CaptureFacts],
     finished: dt.datetime,
     *,
     suite_seconds: float,

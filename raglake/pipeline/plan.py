@@ -30,7 +30,7 @@ from raglake.lake.store import Lake
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions, select_metrics
 from raglake.metrics.rules import RULES_VERSION
-from raglake.pipeline.embedding import EmbeddingSpec, needs_embedder, reference_idf
+from raglake.pipeline.embedding import EmbeddingSpec, embedding_device, needs_embedder, reference_idf
 from raglake.pipeline.rows import RunRecord
 from raglake.pipeline.settings import DEFAULT_TARGET as DEFAULT_TARGET  # the sample's places, named here too
 from raglake.pipeline.settings import SAMPLE_CAPTURES as SAMPLE_CAPTURES
@@ -38,8 +38,10 @@ from raglake.pipeline.settings import SAMPLE_DIR as SAMPLE_DIR
 from raglake.pipeline.settings import SAMPLE_GOLDEN as SAMPLE_GOLDEN
 from raglake.pipeline.settings import RunSettings
 from raglake.pipeline.settings import sample_path as sample_path
-from raglake.schemas import Capture, GoldenCase
+from raglake.pipeline.staging import BatchRef, stage_cases
+from raglake.schemas import GoldenCase
 from raglake.targets import Target, make_target
+from raglake.targets.replay import file_sha256
 from raglake.text.sentences import SPLITTER_VERSION
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout; site-packages for an installed wheel
@@ -61,6 +63,7 @@ class RunPlan:
     spot_check: JudgeConfig | None = None  # a second judge for the reliability spot-check
     spot_share: float = 0.1
     spot_min: int = 10
+    device: str = "auto"  # --device: where the embedder runs (auto: cuda or mps when torch sees one, else cpu)
 
     @property
     def scoring_id(self) -> str:
@@ -74,11 +77,11 @@ class RunPlan:
 
     def embedding_spec(self) -> EmbeddingSpec | None:
         """The run's raglake.pipeline.embedding.EmbeddingSpec, or None when no selected metric embeds."""
-        return embedding_spec(self.metrics, self.embedder, self.lake.url, self.config, self.golden.cases)
+        return embedding_spec(self.metrics, self.embedder, self.lake.url, self.config, self.golden.cases, self.device)
 
-    def batches(self) -> list[list[GoldenCase]]:
-        cases = self.golden.cases
-        return [cases[i : i + self.batch_size] for i in range(0, len(cases), self.batch_size)]
+    def stage(self) -> list[BatchRef]:
+        """The golden set staged batch by batch in the results location (raglake.pipeline.staging)."""
+        return stage_cases(self.results_dir, self.golden.cases, self.batch_size)
 
     def record(
         self, finished_at: dt.datetime, n_cases: int, manifest: Any = None, embedder_key: str | None = None
@@ -104,6 +107,7 @@ class RunPlan:
                 "batch_size": self.batch_size,
                 "metrics": [m.name for m in self.metrics],
                 "embedder_arg": self.embedder,
+                "device": embedding_device(self.metrics, self.device),
                 "anchor_rule_version": ANCHOR_RULE_VERSION,
                 "rules_version": RULES_VERSION,
                 "sentence_splitter_version": SPLITTER_VERSION,
@@ -123,18 +127,24 @@ class RunPlan:
 
 
 def embedding_spec(
-    metrics: list[Metric], embedder: str | None, lake_url: str, config: ScoringConfig, cases: list[GoldenCase]
+    metrics: list[Metric],
+    embedder: str | None,
+    lake_url: str,
+    config: ScoringConfig,
+    cases: list[GoldenCase],
+    device: str = "auto",
 ) -> EmbeddingSpec | None:
-    """How a run (or a re-scoring of it) embeds: the embedder, the lake's vector cache and, for
-    BERTScore with idf, the idf over the run's reference answers; None when no metric embeds."""
+    """How a run (or a re-scoring of it) embeds: the embedder on its device (`device`: a --device value,
+    resolved here), the lake's vector cache and, for BERTScore with idf, the idf over the run's reference
+    answers; None when no metric embeds."""
     if not needs_embedder(metrics):
         return None
     root = str(default_cache_root(lake_url) / "embeddings")
-    encoder = text_encoder(embedder, root)
+    encoder = text_encoder(embedder, root, device)
     idf = None
     if config.bertscore_idf:
         idf = reference_idf(encoder, [c.reference_answer or "" for c in cases], config.bertscore_layer)
-    return EmbeddingSpec(embedder, root, encoder.embedder.key, idf)
+    return EmbeddingSpec(embedder, root, encoder.embedder.key, idf, encoder.embedder.device)
 
 
 def digest(value: Any) -> str:
@@ -184,9 +194,7 @@ class CheckedInputs:
     @staticmethod
     def key(settings: RunSettings) -> str:
         files = [
-            (p, hashlib.sha256(Path(p).read_bytes()).hexdigest() if Path(p).is_file() else None)
-            for p in (settings.golden, settings.labels)
-            if p
+            (p, file_sha256(Path(p)) if Path(p).is_file() else None) for p in (settings.golden, settings.labels) if p
         ]
         return digest([files, settings.target, settings.lake, settings.embedder, settings.k])
 
@@ -266,48 +274,44 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
         spot_check=spot_config,
         spot_share=spot.share if spot else 0.1,
         spot_min=spot.minimum if spot else 10,
+        device=settings.device,
     )
 
 
-def capture_key(target: Target, cases: list[GoldenCase], run_id: str) -> str:
-    """A deterministic target's captures are reused across runs; a live one's only within its run."""
+def capture_key(target: Target, batch: BatchRef, run_id: str) -> str:
+    """A deterministic target's captures are reused across runs; a live one's only within its run.
+    Made from bytes: the target's content key and the sha256 of the batch's staged cases."""
     scope = None if target.deterministic else run_id
-    return "capture-" + digest([target.content_key(), scope, [c.model_dump(mode="json") for c in cases]])[:32]
+    return "capture-" + digest([target.content_key(), scope, batch.cases_key])[:32]
 
 
 def journal_path(lake: Lake, run_id: str) -> str:
     return str(default_cache_root(lake.url) / "captures" / f"{run_id}.jsonl")
 
 
-def score_key(
-    cases: list[GoldenCase],
-    captures: list[Capture],
+def scoring_token(
     versions: dict[str, str],
     config: ScoringConfig,
     known_docs: frozenset[str],
     embedding: Any = None,
-    judge: dict[str, dict[str, Any]] | None = None,
 ) -> str:
-    """Batch content + metric versions + scoring settings + rule versions + embedder + judge outcomes:
-    equal keys, equal scores."""
-    judged = (
-        None if judge is None else {cid: {step: asdict(o) for step, o in steps.items()} for cid, steps in judge.items()}
+    """What of a run's settings changes its scores: metric versions, scoring settings, rule versions,
+    the target's known documents and the embedder (computed once per run, not per batch)."""
+    return digest(
+        [
+            versions,
+            asdict(config),
+            sorted(known_docs),
+            ANCHOR_RULE_VERSION,
+            RULES_VERSION,
+            SPLITTER_VERSION,
+            BERTSCORE_VERSION,
+            embedding.cache_token() if embedding is not None else None,
+        ]
     )
-    return (
-        "score-"
-        + digest(
-            [
-                [c.model_dump(mode="json") for c in cases],
-                [c.model_dump(mode="json") for c in captures],
-                versions,
-                asdict(config),
-                sorted(known_docs),
-                ANCHOR_RULE_VERSION,
-                RULES_VERSION,
-                SPLITTER_VERSION,
-                BERTSCORE_VERSION,
-                embedding.cache_token() if embedding is not None else None,
-                judged,
-            ]
-        )[:32]
-    )
+
+
+def score_key(batch: BatchRef, token: str) -> str:
+    """Batch content (the staged files' sha256: cases, captures, judge outcomes) + the run's scoring
+    token: equal keys, equal scores."""
+    return "score-" + digest([batch.cases_key, batch.captures_key, batch.judged_key, token])[:32]

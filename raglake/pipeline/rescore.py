@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -23,7 +24,8 @@ from raglake.lake.store import Lake
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView
-from raglake.pipeline.rows import scores_table
+from raglake.pipeline.rows import staged_parts
+from raglake.pipeline.staging import ScoredRef
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.replay import ReplayRun
 
@@ -171,11 +173,13 @@ def new_scoring_id(run_id: str, metrics: list[str]) -> str:
     return "s-" + hashlib.sha256(json.dumps([run_id, sorted(metrics), stamp]).encode()).hexdigest()[:12]
 
 
-def land_scores(q: LakeQueries, run_id: str, scored: Any, scoring_id: str) -> int:
-    """Append a re-scoring's rows to the run (one atomic file under a new scoring id)."""
-    table = scores_table(scored, scoring_id, dt.datetime.now(dt.timezone.utc))
-    q.lake.write("scores", run_id, table, scoring_id)
-    return table.num_rows
+def land_scores(q: LakeQueries, run_id: str, scored: Sequence[ScoredRef], scoring_id: str) -> int:
+    """Append a re-scoring's rows to the run (one atomic file under a new scoring id, streamed from
+    the staged batches)."""
+    q.lake.write(
+        "scores", run_id, staged_parts(scored, "scores", scoring_id, dt.datetime.now(dt.timezone.utc)), scoring_id
+    )
+    return sum(r.n_scores for r in scored)
 
 
 def estimate_judge_calls(stored: StoredRun, todo: list[Metric], judge_config: Any, lake_url: str) -> dict[str, int]:

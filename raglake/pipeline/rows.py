@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.registry import RunValue
 from raglake.pipeline.scoring import ScoredBatch
+from raglake.pipeline.staging import ScoredRef
 from raglake.schemas import Capture, GoldenCase
 
 
@@ -63,50 +64,57 @@ def capture_hash(capture: Capture) -> str:
     return hashlib.sha256(capture.model_dump_json().encode()).hexdigest()[:16]
 
 
-def _case_row(case: GoldenCase, cap: Capture) -> dict[str, Any]:
-    lat = cap.latency_ms
+LATENCY_STAGES = ("folder_selection", "retrieval", "generation", "total", "wall")
+
+
+def _case_row(case_line: bytes, capture_line: bytes) -> dict[str, Any]:
+    """The `cases` row of a golden case and its capture given as canonical JSON (`model_dump_json()`):
+    read with json, not pydantic (the lines were validated when they were made)."""
+    case, cap = json.loads(case_line), json.loads(capture_line)
+    lat = cap["latency_ms"]
     return {
-        "case_id": case.id,
-        "question": case.question,
-        "reference_answer": case.reference_answer,
-        "answerable": case.answerable,
-        "category": case.category,
-        "difficulty": case.difficulty,
-        "tags": list(case.tags),
-        "vault": case.vault,
-        "expected_action": case.expected_action,
-        "recency_conflict_rule": case.recency_conflict_rule,
-        "n_gold_supports": len(case.gold_supports),
-        "gold_supports": json.dumps([s.model_dump(mode="json") for s in case.gold_supports]),
-        "metadata": json.dumps(case.metadata, default=str),
-        "method": cap.method,
-        "capture_status": cap.status,
-        "capture_error": cap.error,
-        "answer": cap.answer,
-        "abstained": cap.abstained,
-        "references": json.dumps([r.model_dump(mode="json") for r in cap.references]),
-        "n_retrieved": len(cap.retrieved),
-        "folder_mode": cap.folder_mode,
-        "selected_folders": list(cap.selected_folders),
-        "latency_folder_selection_ms": lat.folder_selection,
-        "latency_retrieval_ms": lat.retrieval,
-        "latency_generation_ms": lat.generation,
-        "latency_total_ms": lat.total,
-        "latency_wall_ms": lat.wall,
-        "capture_hash": capture_hash(cap),
-        "capture_attempts": cap.attempts,
-        "golden_case": case.model_dump_json(),
+        "case_id": case["id"],
+        "question": case["question"],
+        "reference_answer": case["reference_answer"],
+        "answerable": case["answerable"],
+        "category": case["category"],
+        "difficulty": case["difficulty"],
+        "tags": case["tags"],
+        "vault": case["vault"],
+        "expected_action": case["expected_action"],
+        "recency_conflict_rule": case["recency_conflict_rule"],
+        "n_gold_supports": len(case["gold_supports"]),
+        "gold_supports": json.dumps(case["gold_supports"]),
+        "metadata": json.dumps(case["metadata"], default=str),
+        "method": cap["method"],
+        "capture_status": cap["status"],
+        "capture_error": cap["error"],
+        "answer": cap["answer"],
+        "abstained": cap["abstained"],
+        "references": json.dumps(cap["references"]),
+        "n_retrieved": len(cap["retrieved"]),
+        "folder_mode": cap["folder_mode"],
+        "selected_folders": cap["selected_folders"],
+        **{f"latency_{stage}_ms": lat[stage] for stage in LATENCY_STAGES},
+        "capture_hash": hashlib.sha256(capture_line).hexdigest()[:16],
+        "capture_attempts": cap["attempts"],
+        "golden_case": case_line.decode(),
     }
+
+
+def cases_table_from_lines(case_lines: bytes, capture_lines: bytes) -> pa.Table:
+    """One row per case from a staged batch: canonical JSON lines of the cases and of their captures."""
+    pairs = zip(case_lines.splitlines(), capture_lines.splitlines(), strict=True)
+    rows = [_case_row(case, cap) for case, cap in pairs if case]
+    names = TABLES["cases"].schema.names
+    return to_arrow(TABLES["cases"], {name: [r[name] for r in rows] for name in names})
 
 
 def cases_table(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> pa.Table:
     """One row per case: the golden case and its capture."""
-    rows = [_case_row(case, cap) for case, cap in zip(cases, captures)]
-    return to_arrow(
-        TABLES["cases"],
-        {name: [r[name] for r in rows] for name in rows[0]}
-        if rows
-        else {name: [] for name in TABLES["cases"].schema.names},
+    return cases_table_from_lines(
+        b"".join(c.model_dump_json().encode() + b"\n" for c in cases),
+        b"".join(c.model_dump_json().encode() + b"\n" for c in captures),
     )
 
 
@@ -153,6 +161,40 @@ def run_tables(
     if coverage:
         tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
     return tables
+
+
+def with_scoring(part: pa.Table, scoring_id: str, scored_at: dt.datetime) -> pa.Table:
+    """A staged part of the scores (no scoring columns) with its scoring's id and time on every row."""
+    n = part.num_rows
+    part = part.append_column("scoring_id", pa.array([scoring_id] * n, pa.string()))
+    part = part.append_column("scored_at", pa.array([scored_at] * n, TABLES["scores"].schema.field("scored_at").type))
+    return part.select(TABLES["scores"].schema.names).cast(TABLES["scores"].schema)
+
+
+def staged_parts(refs: Sequence[ScoredRef], name: str, scoring_id: str, scored_at: dt.datetime) -> Iterator[pa.Table]:
+    """One staged table of every scored batch, in batch order, read one at a time."""
+    for ref in sorted(refs, key=lambda r: r.index):
+        part = ref.table(name)
+        yield with_scoring(part, scoring_id, scored_at) if name == "scores" else part.cast(TABLES[name].schema)
+
+
+def land_staged_run(
+    lake: Lake,
+    run: RunRecord,
+    refs: Sequence[ScoredRef],
+    run_values: Sequence[RunValue],
+    scoring_id: str,
+    coverage: dict[str, list[Any]] | None = None,
+) -> None:
+    """Land a run whose scored batches are staged (raglake.pipeline.staging): each table's file is
+    streamed from the staged parts, so memory holds a row group, not the run; the runs row last."""
+    tables: dict[str, Any] = {
+        name: staged_parts(refs, name, scoring_id, run.finished_at) for name in ("cases", "chunks", "labels", "scores")
+    }
+    tables["run_metrics"] = run_metrics_table(run_values, run.metric_versions)
+    if coverage:
+        tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
+    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems={"scores": scoring_id})
 
 
 def land_scored_run(

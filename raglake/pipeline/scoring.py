@@ -4,12 +4,17 @@ labels each case carried (every source) and the retrieved chunks with the suppor
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from raglake.anchors import heading_string
+from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.encoders import default_encoder
-from raglake.lake.tables import TABLES
+from raglake.lake.tables import TABLES, TableSpec, to_arrow
+from raglake.metrics.columnar import BatchContext, Column
+from raglake.metrics.columnar_rows import chunk_arrays, label_arrays, score_arrays
 from raglake.metrics.context import CaseContext, Label, ScoringConfig
 from raglake.metrics.registry import Metric, Score, get_metric
 from raglake.pipeline.embedding import needs_embedder, prepare_embeddings
@@ -22,20 +27,76 @@ LABEL_COLUMNS = tuple(TABLES["labels"].schema.names)
 CHUNK_COLUMNS = tuple(TABLES["chunks"].schema.names)
 
 
+# the scores table as a batch produces it: the lake's schema less the columns landing adds
+STAGED_SCORES = TableSpec(
+    "scores",
+    TABLES["scores"].partition,
+    TABLES["scores"].partition_type,
+    pa.schema([f for f in TABLES["scores"].schema if f.name not in SCORING_COLUMNS]),
+)
+
+
+_TABLES = {"scores": STAGED_SCORES, "labels": TABLES["labels"], "chunks": TABLES["chunks"]}
+
+
 def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
     return {c: [] for c in names}
 
 
-@dataclass
 class ScoredBatch:
-    scores: dict[str, list[Any]] = field(default_factory=lambda: _columns(SCORE_COLUMNS))
-    labels: dict[str, list[Any]] = field(default_factory=lambda: _columns(LABEL_COLUMNS))
-    chunks: dict[str, list[Any]] = field(default_factory=lambda: _columns(CHUNK_COLUMNS))
+    """A batch's scores, labels and chunks: column lists (the per-case path) or Arrow tables (the columnar
+    path); either reads as the other."""
+
+    def __init__(
+        self,
+        scores: dict[str, list[Any]] | None = None,
+        labels: dict[str, list[Any]] | None = None,
+        chunks: dict[str, list[Any]] | None = None,
+        *,
+        tables: dict[str, pa.Table] | None = None,
+    ):
+        self._tables = dict(tables) if tables is not None else None
+        self._lists: dict[str, dict[str, list[Any]]] | None = None
+        if tables is None:
+            self._lists = {
+                "scores": scores if scores is not None else _columns(SCORE_COLUMNS),
+                "labels": labels if labels is not None else _columns(LABEL_COLUMNS),
+                "chunks": chunks if chunks is not None else _columns(CHUNK_COLUMNS),
+            }
+
+    def _as_lists(self) -> dict[str, dict[str, list[Any]]]:
+        if self._lists is None:
+            self._lists = {kind: table.to_pydict() for kind, table in (self._tables or {}).items()}
+            self._tables = None
+        return self._lists
+
+    @property
+    def scores(self) -> dict[str, list[Any]]:
+        return self._as_lists()["scores"]
+
+    @property
+    def labels(self) -> dict[str, list[Any]]:
+        return self._as_lists()["labels"]
+
+    @property
+    def chunks(self) -> dict[str, list[Any]]:
+        return self._as_lists()["chunks"]
 
     def extend(self, other: ScoredBatch) -> None:
-        for mine, theirs in ((self.scores, other.scores), (self.labels, other.labels), (self.chunks, other.chunks)):
-            for name, values in theirs.items():
-                mine[name].extend(values)
+        if self._tables is not None and other._tables is not None:
+            self._tables = {k: pa.concat_tables([t, other._tables[k]]) for k, t in self._tables.items()}
+            return
+        mine, theirs = self._as_lists(), other._as_lists()
+        for kind, columns in theirs.items():
+            for name, values in columns.items():
+                mine[kind][name].extend(values)
+
+    def tables(self) -> dict[str, pa.Table]:
+        """The batch as Arrow tables of the lake's schemas; scores without `scoring_id` and `scored_at`
+        (landing adds them)."""
+        if self._tables is not None:
+            return dict(self._tables)
+        return {kind: to_arrow(spec, self._as_lists()[kind]) for kind, spec in _TABLES.items()}
 
 
 def precondition(metric: Metric, case: GoldenCase, capture: Capture) -> Score | None:
@@ -156,3 +217,80 @@ def score_batch(
         _add_labels(batch.labels, ctx)
         _add_chunks(batch.chunks, ctx)
     return batch
+
+
+def score_files(
+    cases_path: str,
+    captures_path: str,
+    metrics: Sequence[Metric],
+    config: ScoringConfig,
+    *,
+    known_docs: frozenset[str] = frozenset(),
+    encoder: Any = None,
+    idf: dict[int, float] | None = None,
+    judge: dict[str, dict[str, Any]] | None = None,
+) -> ScoredBatch:
+    """score_batch over two JSONL files in raglake's shape (one golden case and one capture a line, same
+    order, same length), read and scored in columns (score_columnar)."""
+    batch = ColumnarBatch.from_files(cases_path, captures_path)
+    return score_columnar(batch, metrics, config, known_docs=known_docs, encoder=encoder, idf=idf, judge=judge)
+
+
+def score_columnar(
+    batch: ColumnarBatch,
+    metrics: Sequence[Metric],
+    config: ScoringConfig,
+    *,
+    known_docs: frozenset[str] = frozenset(),
+    encoder: Any = None,
+    idf: dict[int, float] | None = None,
+    judge: dict[str, dict[str, Any]] | None = None,
+) -> ScoredBatch:
+    """The rows score_batch gives, computed over the batch's columns: a metric with a vectorised form
+    (Metric.columnar; one that reads a judge step only when no judge is configured) scores every case at
+    once; the others, and the rows a form leaves to its metric, run per case on models built for them."""
+    bc = BatchContext(batch, config, known_docs=known_docs, judge=judge)
+    per_case = [m for m in metrics if not _vectorised(m, judge)]
+    if per_case:
+        bc.embeddings = prepare_embeddings(batch.pairs(), per_case, config, encoder, idf)
+    columns = [_metric_column(bc, m, judge) for m in metrics]
+    return ScoredBatch(
+        tables={
+            "scores": _table(STAGED_SCORES, score_arrays(batch.case_ids, metrics, columns)),
+            "labels": _table(TABLES["labels"], label_arrays(bc)) if judge is None else _per_case_labels(bc),
+            "chunks": _table(TABLES["chunks"], chunk_arrays(bc)),
+        }
+    )
+
+
+def _vectorised(metric: Metric, judge: dict[str, Any] | None) -> bool:
+    return metric.columnar is not None and (judge is None or not metric.steps)
+
+
+def _metric_column(bc: BatchContext, metric: Metric, judge: dict[str, Any] | None) -> Column:
+    if _vectorised(metric, judge):
+        col = metric.columnar(bc)
+    else:
+        col = Column(bc.n)
+        col.defer(np.ones(bc.n, dtype=bool))
+    failed = bc.failed
+    col.undefined(failed, "capture_failed")
+    col.deferred[failed] = False
+    if metric.applies_to != "all":
+        other = ~failed & (~bc.answerable if metric.applies_to == "answerable" else bc.answerable)
+        col.undefined(other, "not_answerable" if metric.applies_to == "answerable" else "answerable")
+        col.deferred[other] = False
+    for row in np.flatnonzero(col.deferred).tolist():
+        col.score(row, metric.fn(bc.context(row)))
+    return col
+
+
+def _per_case_labels(bc: BatchContext) -> pa.Table:
+    out = _columns(LABEL_COLUMNS)
+    for row in range(bc.n):
+        _add_labels(out, bc.context(row))
+    return to_arrow(TABLES["labels"], out)
+
+
+def _table(spec: TableSpec, arrays: dict[str, Any]) -> pa.Table:
+    return pa.Table.from_arrays([arrays[f.name].cast(f.type) for f in spec.schema], schema=spec.schema)

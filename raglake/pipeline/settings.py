@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from raglake.embed.model import check_device, resolve_device
 from raglake.errors import ConfigError
 from raglake.judge.config import JudgeConfig, load_prices
 from raglake.metrics.context import ScoringConfig
@@ -130,8 +131,17 @@ def _runner(spec: str) -> str:
         raise ValueError(str(e)) from None
 
 
+def _device(name: str) -> str:
+    """A --device value, kept as given (`auto` resolves where the run embeds); cuda or mps must be seen by torch."""
+    try:
+        return resolve_device(name) if name in ("cuda", "mps") else check_device(name)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+
+
 MetricNames = Annotated[list[str] | None, AfterValidator(_known_metrics)]
 RunnerSpecText = Annotated[str, AfterValidator(_runner)]
+DeviceName = Annotated[str, AfterValidator(_device)]
 
 
 class RunSettings(_Settings):
@@ -148,6 +158,7 @@ class RunSettings(_Settings):
     batch_size: int = Field(100, ge=1)
     results: str | None = None
     embedder: str | None = None
+    device: DeviceName = "auto"
     runner: RunnerSpecText = "thread"
     scoring: ScoringSettings = ScoringSettings()
     judge: JudgeSettings | None = None
@@ -190,6 +201,7 @@ class RescoreSettings(_Settings):
     metrics: MetricNames = None
     lake: str | None = None
     embedder: str | None = None
+    device: DeviceName = "auto"
     judge: JudgeSettings | None = None
     batch_size: int = Field(100, ge=1)
     dry_run: bool = False

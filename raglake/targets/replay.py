@@ -8,16 +8,20 @@ from collections import Counter
 from pathlib import Path
 
 from raglake.errors import ConfigError, InputError, UnknownNameError, did_you_mean
-from raglake.golden import GoldenSet, load_imported_captures
+from raglake.golden import GoldenSet, iter_captures
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
-from raglake.records import read_records, validate_record
 from raglake.schemas import Capture, GoldenCase
+from raglake.spool import Spool
 from raglake.targets.base import safe_name
 
 
 def _missing(case: GoldenCase, where: str) -> Capture:
-    return Capture(case_id=case.id, status="error", error=f"no capture for this case in {where}")
+    return _missing_id(case.id, where)
+
+
+def _missing_id(case_id: str, where: str) -> Capture:
+    return Capture(case_id=case_id, status="error", error=f"no capture for this case in {where}")
 
 
 class _ReplayBase:
@@ -43,51 +47,72 @@ class _ReplayBase:
 
 
 class ReplayFile(_ReplayBase):
-    """`replay:FILE`: one capture per line (raglake's capture format, or a seed-003/RAGAS file)."""
+    """`replay:FILE`: one capture per line (raglake's capture format, or a seed-003/RAGAS file). The
+    captures are validated a line at a time into a Spool: memory holds offsets and ids, not captures."""
 
     def __init__(self, path: str):
         super().__init__()
         self.path = Path(path)
         self.spec = f"replay:{path}"
-        self._lines: dict[str, int] = {}
-        imported = load_imported_captures(self.path)
-        pairs = (
-            imported
-            if imported is not None
-            else [(r, validate_record(r, Capture, self.path)) for r in read_records(self.path, list_key="captures")]
-        )
-        for record, capture in pairs:
-            if capture.case_id in self._by_id:
+        spool: Spool[Capture] = Spool(Capture, "case_id")
+        methods: Counter[str] = Counter()
+        for record, capture in iter_captures(self.path):
+            first = spool.position(capture.case_id)
+            if first is not None:
                 raise InputError(
                     str(self.path),
                     record.line,
                     "case_id",
-                    f"duplicate capture for case {capture.case_id!r} (first at line {self._lines[capture.case_id]})",
+                    f"duplicate capture for case {capture.case_id!r} (first at line {spool.line(first)})",
                 )
-            self._by_id[capture.case_id] = capture
-            self._lines[capture.case_id] = record.line
-        if not self._by_id:
+            spool.append(capture, record.line)
+            if capture.method:
+                methods[capture.method] += 1
+        if not spool:
             raise InputError(str(self.path), None, None, "the capture file is empty")
-        self.name = self._name_from_methods(self.path.stem)
-        self._hash = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+        self._by_id = spool  # type: ignore[assignment]
+        self.name = safe_name(methods.most_common(1)[0][0]) if methods else safe_name(self.path.stem)
+        self._hash = file_sha256(self.path)[:16]
 
     def content_key(self) -> str:
         return f"replay-file:{self._hash}"
 
+    def capture_lines(self, case_ids: list[str]) -> bytes:
+        """The captures of these cases as canonical JSON lines, copied from the spool (no parsing): what
+        `capture` gives, ready to stage."""
+        spool: Spool[Capture] = self._by_id  # type: ignore[assignment]
+        out = []
+        for case_id in case_ids:
+            position = spool.position(case_id)
+            found = spool.raw(position, position + 1) if position is not None else None
+            out.append(found or _missing_id(case_id, self.spec).model_dump_json().encode() + b"\n")
+        return b"".join(out)
+
     def check(self, golden: GoldenSet) -> None:
         """Captures of cases the golden set lacks are fine when the golden set is a subset of the file
         (evaluating a slice); when golden cases are missing too, an unknown id is a mismatch or a typo."""
-        known = golden.by_id()
-        if all(case_id in self._by_id for case_id in known):
+        spool = self._by_id
+        known = golden.ids()
+        if all(spool.position(case_id) is not None for case_id in known):  # type: ignore[attr-defined]
             return
-        for case_id, line in self._lines.items():
-            if case_id not in known:
+        known_set = set(known)
+        for position, case_id in enumerate(spool.ids):  # type: ignore[attr-defined]
+            if case_id not in known_set:
                 raise InputError(
                     str(self.path),
-                    line,
+                    spool.line(position),  # type: ignore[attr-defined]
                     "case_id",
                     f"no case {case_id!r} in golden set {golden.path}{did_you_mean(case_id, known)}",
                 )
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, read a few MB at a time."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class ReplayRun(_ReplayBase):
@@ -121,7 +146,7 @@ class ReplayRun(_ReplayBase):
         return f"replay-run:{self._hash}"
 
     def check(self, golden: GoldenSet) -> None:
-        unknown = sorted(set(self._by_id) - set(golden.by_id()))
+        unknown = sorted(set(self._by_id) - set(golden.ids()))
         if unknown:
             raise ConfigError(
                 f"run {self.run_id} holds captures for {len(unknown)} case(s) not in {golden.path}, e.g. {unknown[0]!r}"

@@ -1,59 +1,33 @@
--- bootstrap_ci(samples, n_boot, seed, alpha): the bootstrap interval of the mean of every group, shared
+-- bootstrap_ci(groups, n_boot, seed, alpha): the bootstrap interval of the mean of every group, shared
 -- by compare_runs (paired differences) and metric_ci (one run's values).
--- `samples` is a list of structs {key, value}, one per observation, in a fixed order (the callers
--- order by case_id): `key` names the group (any struct, handed back as is). Each group's values, in
--- that order, are resampled $n_boot times with replacement by the seeded draws of resample_draws
--- (05_resample_draws.sql; groups of the same size share them); the interval is the alpha/2 and
+-- `groups` is a list of structs {key, vs}, one per group: `key` names it (any struct, handed back as
+-- is) and `vs` lists its values in a fixed order (the callers order by case_id). Each group's values,
+-- in that order, are resampled $n_boot times with replacement by the seeded draws that
+-- 05_resample_draws.sql defines (groups of the same size share them): `resample_means`, the numpy
+-- function raglake.lake.query registers on the connection, makes those draws and sums each
+-- replicate's values in draw order, in one call for all the groups; the interval is the alpha/2 and
 -- 1 - alpha/2 quantiles (quantile_cont) of the resampled means.
 -- One row per group: key, n (its number of values), mean, ci_low, ci_high.
-CREATE OR REPLACE MACRO bootstrap_ci(samples, n_boot, seed, alpha) AS TABLE
-WITH numbered AS (
-    SELECT
-        unnest(samples, recursive := FALSE) AS sample,
-        generate_subscripts(samples, 1) AS i
+CREATE OR REPLACE MACRO bootstrap_ci(groups, n_boot, seed, alpha) AS TABLE
+WITH collected AS (
+    SELECT groups AS all_groups
 ),
 
--- every group's values as one list (list positions count from 1)
-groups AS (
+resampled AS (
     SELECT
-        sample.key AS key,
-        list(sample.value ORDER BY i) AS vs,
-        count(*) AS n
-    FROM numbered
-    GROUP BY sample.key
-),
-
-draws AS (
-    SELECT * FROM resample_draws((SELECT list(DISTINCT n) FROM groups), n_boot, seed)
-),
-
-replicates AS (
-    SELECT
-        groups.key,
-        draws.r,
-        list_sum(list_transform(draws.picks, lambda p: groups.vs[p])) / groups.n AS mean_value
-    FROM groups
-    INNER JOIN draws ON groups.n = draws.n
-),
-
-quantiles AS (
-    SELECT
-        key,
-        quantile_cont(mean_value, alpha / 2) AS ci_low,
-        quantile_cont(mean_value, 1 - alpha / 2) AS ci_high
-    FROM replicates
-    GROUP BY key
+        unnest(all_groups) AS grp,
+        unnest(resample_means(list_transform(all_groups, lambda g: g.vs), n_boot, seed)) AS means
+    FROM collected
 ),
 
 final AS (
     SELECT
-        groups.key,
-        groups.n,
-        list_avg(groups.vs) AS mean,
-        quantiles.ci_low,
-        quantiles.ci_high
-    FROM groups
-    INNER JOIN quantiles ON groups.key = quantiles.key
+        grp.key AS key,
+        len(grp.vs) AS n,
+        list_avg(grp.vs) AS mean,
+        list_aggregate(means, 'quantile_cont', alpha / 2) AS ci_low,
+        list_aggregate(means, 'quantile_cont', 1 - alpha / 2) AS ci_high
+    FROM resampled
 )
 
 SELECT * FROM final;

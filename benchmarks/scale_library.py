@@ -1,0 +1,59 @@
+"""The library path of benchmarks/scale_cli.py: one run's pipeline steps called without Prefect.
+
+    python benchmarks/scale_library.py GOLDEN CAPTURES LAKE BATCH_SIZE METRIC,METRIC,…
+
+The same functions the flow's tasks run (their plain `.fn`), in the same order: plan → stage the golden
+set → capture (replay) → score each batch → run-level figures → land. What the CLI spends beyond this
+is Prefect's engine and API server, logging and the command's start-up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from raglake.metrics.registry import metric_versions  # noqa: E402
+from raglake.pipeline.finish import capture_facts, finish_run  # noqa: E402
+from raglake.pipeline.plan import plan_run  # noqa: E402
+from raglake.pipeline.rows import land_staged_run  # noqa: E402
+from raglake.pipeline.settings import RunSettings  # noqa: E402
+from raglake.tasks.capture import capture_batch  # noqa: E402
+from raglake.tasks.score import ScoreSettings, score_cases  # noqa: E402
+
+
+def main(golden: str, captures: str, lake: str, batch_size: str, metrics: str) -> None:
+    t0 = time.perf_counter()
+    settings = RunSettings(
+        golden=golden,
+        target=f"replay:{captures}",
+        lake=lake,
+        metrics=metrics.split(","),
+        k=10,
+        batch_size=int(batch_size),
+    )
+    plan = plan_run(settings)
+    batches = [capture_batch.fn(plan.target, b, plan.run_id, None) for b in plan.stage()]
+    t_captured = time.perf_counter()
+    shared = ScoreSettings.of(metric_versions(plan.metrics), plan.config, plan.target.known_docs(), None)
+    scored = [score_cases.fn(b, shared) for b in batches]
+    t_scored = time.perf_counter()
+    captures_read = capture_facts(scored)
+    record, values, coverage = finish_run(
+        plan,
+        captures_read,
+        dt.datetime.now(dt.timezone.utc),
+        suite_seconds=t_scored - t0,
+        stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured},
+    )
+    land_staged_run(plan.lake, record, scored, values, plan.scoring_id, coverage)
+    print(
+        f"plan+stage+capture {t_captured - t0:.1f} s, scoring {t_scored - t_captured:.1f} s, "
+        f"finish+land {time.perf_counter() - t_scored:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -1,0 +1,189 @@
+"""JSONL record files into Arrow tables in bulk (pyarrow's JSON reader), keeping each record's line:
+the bulk path vouches for a file or raises BulkProblem, and the per-record path takes over."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.json as pj
+
+from raglake.columnar.normalise import BulkProblem
+from raglake.columnar.schema import HEADING_FORMS, NOT_NULL_WITH_DEFAULT, heading_type
+from raglake.textfiles import BOM, MAX_NESTING, find_json_problem
+
+_BOM = BOM.encode()
+_NULL_FIELD = re.compile(rb'"(?:' + b"|".join(n.encode() for n in NOT_NULL_WITH_DEFAULT) + rb')"\s*:\s*null')
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ODD_STARTS_BYTES = b"\n \t\r\x0b\x0c/"  # a line starting so may be blank or a comment: looked at in Python
+_ODD_STARTS = tuple(bytes([b]) for b in _ODD_STARTS_BYTES)
+_ODD_LINE = re.compile(rb"\n[" + re.escape(_ODD_STARTS_BYTES) + rb"]")
+BLOCK = 1 << 22
+
+
+class Lines:
+    """The records of a JSONL file: the bytes the bulk reader parses (the file's own, or its record lines
+    joined when // or whitespace lines had to be left out) and where each record's line lies in them
+    (found when first asked for: a clean file is read without scanning it in Python)."""
+
+    def __init__(self, path: str, data: bytes, n: int, offsets: tuple[np.ndarray, ...] | None = None):
+        self.path, self.data, self._n, self._offsets = path, data, n, offsets
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _find(self) -> tuple[np.ndarray, ...]:
+        if self._offsets is None:
+            starts, ends, keep = _line_offsets(self.data)
+            self._offsets = (starts[keep], ends[keep], keep + 1)
+        return self._offsets
+
+    @property
+    def numbers(self) -> np.ndarray:
+        """1-based line numbers of the records in the file."""
+        return self._find()[2]
+
+    def line(self, row: int) -> bytes:
+        starts, ends, _ = self._find()
+        return self.data[int(starts[row]) : int(ends[row])]
+
+
+def read_lines(path: str | Path) -> Lines:
+    """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem."""
+    path = Path(path)
+    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+        raise BulkProblem("not JSONL")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BulkProblem(str(e)) from None
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if not data.startswith(_ODD_STARTS) and not _ODD_LINE.search(data):
+        return Lines(str(path), data, data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1))
+    starts, ends, keep = _line_offsets(data)
+    dropped = np.setdiff1d(np.arange(len(starts)), keep)
+    if (starts[dropped] == ends[dropped]).all():  # empty lines only: pyarrow's reader passes over them
+        return Lines(str(path), data, len(keep), (starts[keep], ends[keep], keep + 1))
+    return _joined(str(path), [data[starts[i] : ends[i]] for i in keep.tolist()], keep + 1)
+
+
+def _line_offsets(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end) of every line ("\\n" only) and the indexes of those holding a record."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.flatnonzero(buf == 10)
+    starts = np.concatenate([[0], breaks + 1]).astype(np.int64)
+    ends = np.concatenate([breaks, [len(data)]]).astype(np.int64)
+    first = np.full(len(starts), 10, dtype=np.uint8)
+    inside = starts < len(data)
+    first[inside] = buf[starts[inside]]
+    odd = np.flatnonzero((ends == starts) | np.isin(first, np.frombuffer(_ODD_STARTS_BYTES, np.uint8)))
+    drop = [i for i in odd.tolist() if _skipped(data[starts[i] : ends[i]])]
+    return starts, ends, np.setdiff1d(np.arange(len(starts)), np.asarray(drop, dtype=np.int64))
+
+
+def _skipped(line: bytes) -> bool:
+    """A line records.read_records leaves out: blank, or a // comment."""
+    return not line.strip() or line.lstrip().startswith(b"//")
+
+
+def _joined(path: str, lines: Sequence[bytes], numbers: Sequence[int] | np.ndarray) -> Lines:
+    lengths = np.fromiter((len(x) for x in lines), dtype=np.int64, count=len(lines))
+    starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64) if len(lines) else lengths
+    offsets = (starts, starts + lengths, np.asarray(numbers, dtype=np.int64))
+    return Lines(path, b"\n".join(lines), len(lines), offsets)
+
+
+def sniff_heading(lines: Lines) -> str:
+    """'string' when the first heading_path written (in the first 256 KiB) is a string, else 'list'."""
+    head = lines.data[: 1 << 18]
+    for m in re.finditer(rb'"heading_path"\s*:\s*(.)', head):
+        if m.group(1) == b'"':
+            return "string"
+        if m.group(1) == b"[":
+            return "list"
+    return "list"
+
+
+def read_table(lines: Lines, schema_for: Callable[[pa.DataType], pa.Schema], free_form: Sequence[str] = ()) -> pa.Table:
+    """The records as a table of `schema_for(heading type)` (plus the free-form fields, inferred): the
+    heading form sniffed first, the other tried when it fails. Unknown fields, values of another type,
+    invalid JSON, a line holding two records: BulkProblem."""
+    if not len(lines):
+        return schema_for(heading_type("list")).empty_table()
+    first = sniff_heading(lines)
+    forms = (first, *(f for f in HEADING_FORMS if f != first))
+    data = lines.data
+    if b"\\u" in data and _SURROGATE_ESCAPE.search(data):
+        raise BulkProblem("\\u escapes of surrogates")  # the strict per-record reader checks them
+    problem = ""
+    for form in forms:
+        schema = schema_for(heading_type(form))
+        try:
+            table = pj.read_json(
+                io.BytesIO(data),
+                read_options=pj.ReadOptions(block_size=BLOCK),
+                parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            problem = str(e)
+            continue
+        _check_shape(table, schema, free_form, len(lines))
+        if any(_has_float(table.schema.field(f).type) for f in free_form if f in table.column_names):
+            _no_constants(lines)  # the explicit float fields are checked by their reader
+        return table
+    raise BulkProblem(problem)
+
+
+def _has_float(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return any(_has_float(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_float(t.value_type)
+    return pa.types.is_floating(t)
+
+
+def _no_constants(lines: Lines) -> None:
+    """NaN and Infinity, which pyarrow's reader takes for numbers and strict JSON refuses (outside strings)."""
+    if b"NaN" not in lines.data and b"Infinity" not in lines.data:
+        return
+    for line in (lines.line(i) for i in range(len(lines))):
+        if (b"NaN" in line or b"Infinity" in line) and find_json_problem(line.decode("utf-8", "replace")):
+            raise BulkProblem("NaN or Infinity")
+
+
+def _check_shape(table: pa.Table, schema: pa.Schema, free_form: Sequence[str], n: int) -> None:
+    if table.num_rows != n:
+        raise BulkProblem(f"{table.num_rows} records read from {n} lines")
+    for f in table.schema:
+        if f.name in free_form:
+            if _depth(f.type) >= MAX_NESTING:
+                raise BulkProblem(f"{f.name} is nested deeply")
+        elif f.name not in schema.names or schema.field(f.name).type != f.type:
+            raise BulkProblem(f"unknown or mistyped field under {f.name}")
+
+
+def _depth(t: pa.DataType) -> int:
+    if pa.types.is_struct(t):
+        return 1 + max((_depth(t.field(i).type) for i in range(t.num_fields)), default=0)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return 1 + _depth(t.value_type)
+    return 0
+
+
+def check_nulls(lines: Lines, rows: np.ndarray) -> None:
+    """A null read for a field that has a default but may not be null: missing (fine) or written as null
+    (an error the per-record path explains). Only the rows given are looked at."""
+    for i in np.flatnonzero(rows) if rows.dtype == bool else rows:
+        line = lines.line(int(i))
+        if b"null" in line and _NULL_FIELD.search(line):
+            raise BulkProblem(f"null written for a field that may not be null (line {lines.numbers[int(i)]})")
+
+
+def from_dumps(path: str, dumps: list[bytes], numbers: Sequence[int]) -> Lines:
+    """Lines made of model dumps (the per-record path's result, read back in bulk) at the records' lines."""
+    return _joined(path, dumps, numbers)

@@ -1,0 +1,245 @@
+"""A run's data by reference: what the tasks of a flow hand each other are small `BatchRef`s and
+`ScoredRef`s naming files in the results location (a local folder or any fsspec URL), never the cases,
+captures or score rows themselves. Files are content-addressed (named by the sha256 of what they are
+made from), so a repeated batch finds its output already there and a retry never sees a half-written
+file (each is written under a temporary name, then renamed).
+
+    <results>/batches/<sha>.cases.jsonl         a batch of golden cases (GoldenCase JSON, one a line)
+    <results>/captures/<key>.jsonl              the captures of a batch (Capture JSON, same order)
+    <results>/judged/<run>/<sha>.json            the judge's outcomes for a batch's cases (one run)
+    <results>/scored/<key>/{cases,scores,labels,chunks}.parquet   a scored batch, `_done` written last
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from raglake.metrics.steps import StepOutcome
+from raglake.schemas import Capture, GoldenCase
+from raglake.spool import Spool
+
+SCORED_TABLES = ("cases", "scores", "labels", "chunks")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Store:
+    """The results location: atomic writes and reads of the staged files."""
+
+    def __init__(self, url: str):
+        self.url = url.removeprefix("file://").rstrip("/")
+        self.fs, self.root = fsspec.core.url_to_fs(self.url)
+
+    def path(self, relative: str) -> str:
+        return f"{self.root.rstrip('/')}/{relative}"
+
+    @contextmanager
+    def local(self, *relative: str) -> Iterator[list[str]]:
+        """Local paths of these files: themselves in a local folder, else copies in a temporary folder
+        (readers that take a path, e.g. pyarrow's JSON reader, then work on any fsspec store)."""
+        if "file" in _protocols(self.fs):
+            yield [self.path(r) for r in relative]
+            return
+        with tempfile.TemporaryDirectory(prefix="raglake-staged-") as folder:
+            paths = [f"{folder}/{i}-{r.rsplit('/', 1)[-1]}" for i, r in enumerate(relative)]
+            for r, local in zip(relative, paths):
+                self.fs.get(self.path(r), local)
+            yield paths
+
+    def exists(self, relative: str) -> bool:
+        return self.fs.exists(self.path(relative))
+
+    def put(self, relative: str, data: bytes) -> None:
+        """Write `data` under a temporary name, then rename it into place (readers see all or nothing)."""
+        final = self.path(relative)
+        folder = final.rsplit("/", 1)[0]
+        self.fs.makedirs(folder, exist_ok=True)
+        tmp = f"{folder}/.{uuid.uuid4().hex[:12]}.tmp"
+        with self.fs.open(tmp, "wb") as f:
+            f.write(data)
+        self.fs.mv(tmp, final)
+
+    def get(self, relative: str) -> bytes:
+        with self.fs.open(self.path(relative), "rb") as f:
+            return f.read()
+
+    def put_table(self, relative: str, table: pa.Table) -> None:
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        self.put(relative, sink.getvalue().to_pybytes())
+
+    def get_table(self, relative: str, columns: list[str] | None = None) -> pa.Table:
+        with self.fs.open(self.path(relative), "rb") as f:
+            return pq.read_table(f, columns=columns)
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    return fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    """One batch of a run: where its cases (and, once captured, its captures and judge outcomes) lie,
+    with the sha256 of each file's bytes, which the cache keys are made from."""
+
+    results: str
+    index: int
+    n: int
+    cases: str
+    cases_key: str
+    captures: str | None = None
+    captures_key: str | None = None
+    judged: str | None = None
+    judged_key: str | None = None
+
+    def store(self) -> Store:
+        return Store(self.results)
+
+    def read_cases(self) -> list[GoldenCase]:
+        return [GoldenCase.model_validate_json(line) for line in _lines(self.store().get(self.cases))]
+
+    def case_ids(self) -> list[str]:
+        """The batch's case ids, in order (a JSON parse of each line, no model)."""
+        return [json.loads(line)["id"] for line in _lines(self.store().get(self.cases))]
+
+    def read_captures(self) -> list[Capture]:
+        if self.captures is None:
+            raise ValueError(f"batch {self.index} has not been captured yet")
+        return [Capture.model_validate_json(line) for line in _lines(self.store().get(self.captures))]
+
+    def read_judged(self) -> dict[str, dict[str, StepOutcome]] | None:
+        """The judge's outcomes for these cases; None when no judge was configured."""
+        if self.judged is None:
+            return None
+        raw = json.loads(self.store().get(self.judged))
+        return {cid: {step: StepOutcome(**o) for step, o in steps.items()} for cid, steps in raw.items()}
+
+    def with_captures(self, path: str, key: str) -> BatchRef:
+        return replace(self, captures=path, captures_key=key)
+
+
+@dataclass(frozen=True)
+class ScoredRef:
+    """A scored batch: the folder of its four staged tables and how many cases and score rows it holds."""
+
+    results: str
+    index: int
+    folder: str
+    n_cases: int
+    n_scores: int
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        return Store(self.results).get_table(f"{self.folder}/{name}.parquet", columns)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return [line for line in data.split(b"\n") if line]
+
+
+def _jsonl(models: Sequence[Any]) -> bytes:
+    return b"".join(m.model_dump_json().encode() + b"\n" for m in models)
+
+
+def stage_cases(results: str, cases: Sequence[GoldenCase], batch_size: int) -> list[BatchRef]:
+    """Write the golden cases batch by batch (content-addressed) and return a reference to each."""
+    store, refs = Store(results), []
+    for index, start in enumerate(range(0, len(cases), batch_size)):
+        stop = min(len(cases), start + batch_size)
+        # a Spool holds the canonical lines already: they are copied, not parsed and written again
+        data = cases.raw(start, stop) if isinstance(cases, Spool) else _jsonl(cases[start:stop])
+        key = sha256(data)
+        path = f"batches/{key[:2]}/{key}.cases.jsonl"
+        if not store.exists(path):
+            store.put(path, data)
+        refs.append(BatchRef(store.url, index, stop - start, path, key))
+    return refs
+
+
+def stage_pairs(
+    results: str, cases: Sequence[GoldenCase], captures: Sequence[Capture], batch_size: int, source: str
+) -> list[BatchRef]:
+    """Stage cases and their captures (already at hand, e.g. a stored run's) batch by batch; `source`
+    names where the captures came from and goes into their content key."""
+    refs = stage_cases(results, cases, batch_size)
+    return [
+        stage_captures(ref, sha256(f"{source}|{ref.cases_key}".encode()), captures[i : i + ref.n])
+        for ref, i in zip(refs, range(0, len(cases), batch_size))
+    ]
+
+
+def stage_captures(batch: BatchRef, key: str, captures: Sequence[Capture] | bytes) -> BatchRef:
+    """Write a batch's captures (models, or their canonical JSON lines) under their content key `key`
+    (see raglake.pipeline.plan.capture_key)."""
+    data = captures if isinstance(captures, bytes) else _jsonl(captures)
+    path = captured_path(key)
+    batch.store().put(path, data)
+    return batch.with_captures(path, sha256(data))
+
+
+def captured_path(key: str) -> str:
+    return f"captures/{key[:2]}/{key}.jsonl"
+
+
+def staged_captures(batch: BatchRef, key: str) -> BatchRef | None:
+    """The batch with the captures an earlier attempt staged under `key`, or None."""
+    path, store = captured_path(key), batch.store()
+    if not store.exists(path):
+        return None
+    return batch.with_captures(path, sha256(store.get(path)))
+
+
+def stage_judged(batch: BatchRef, run_id: str, outcomes: dict[str, dict[str, StepOutcome]]) -> BatchRef:
+    """Write the judge's outcomes for the batch's cases (one run's) and point the batch at them."""
+    data = json.dumps(
+        {cid: {step: asdict(o) for step, o in steps.items()} for cid, steps in outcomes.items()},
+        sort_keys=True,
+        default=str,
+    ).encode()
+    key = sha256(data)
+    path = f"judged/{run_id}/{key}.json"
+    store = batch.store()
+    if not store.exists(path):
+        store.put(path, data)
+    return replace(batch, judged=path, judged_key=key)
+
+
+def iter_pairs(batches: Sequence[BatchRef]) -> Iterator[tuple[GoldenCase, Capture]]:
+    """Every (case, capture) of the batches, one batch in memory at a time."""
+    for batch in batches:
+        yield from zip(batch.read_cases(), batch.read_captures())
+
+
+def scored_folder(key: str) -> str:
+    return f"scored/{key[:2]}/{key}"
+
+
+def find_scored(results: str, index: int, key: str) -> ScoredRef | None:
+    """The scored batch an earlier run or attempt staged under `key` (complete: `_done` is written last)."""
+    store, folder = Store(results), scored_folder(key)
+    if not store.exists(f"{folder}/_done"):
+        return None
+    counts = json.loads(store.get(f"{folder}/_done"))
+    return ScoredRef(store.url, index, folder, counts["cases"], counts["scores"])
+
+
+def stage_scored(results: str, index: int, key: str, tables: dict[str, pa.Table]) -> ScoredRef:
+    """Write a scored batch's tables, then its `_done` marker with the row counts."""
+    store, folder = Store(results), scored_folder(key)
+    for name in SCORED_TABLES:
+        store.put_table(f"{folder}/{name}.parquet", tables[name])
+    counts = {"cases": tables["cases"].num_rows, "scores": tables["scores"].num_rows}
+    store.put(f"{folder}/_done", json.dumps(counts).encode())
+    return ScoredRef(store.url, index, folder, counts["cases"], counts["scores"])

@@ -1,0 +1,108 @@
+"""Validated records kept on disk, not in memory: a golden set or a capture file of a million cases is
+read once, line by line, each record validated and written in canonical JSON (one a line) to a spool
+file; memory then holds a byte offset, an id and a source line per record, and the models are parsed
+back only for the slice being worked on. JSONL files stream; a JSON list or YAML file is read whole
+(those formats cannot be read a record at a time)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Generic, TypeVar, overload
+
+from pydantic import BaseModel
+
+from raglake.records import Record, read_records
+from raglake.textfiles import iter_lines, parse_json
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def iter_records(path: str | Path, *, list_key: str = "cases") -> Iterator[Record]:
+    """read_records, one record at a time for .jsonl/.ndjson (and any suffix that is not JSON or YAML)."""
+    path = Path(path)
+    if path.suffix.lower() in (".yaml", ".yml", ".json"):
+        yield from read_records(path, list_key=list_key)
+        return
+    for number, raw in iter_lines(path):
+        if not raw.strip() or raw.lstrip().startswith("//"):
+            continue
+        yield Record(number, parse_json(path, raw, number))
+
+
+class Spool(Sequence[M], Generic[M]):
+    """Models of one type in a temporary file (removed with the spool), by position and by id."""
+
+    def __init__(self, model: type[M], id_field: str):
+        self.model, self.id_field = model, id_field
+        self._fd, self.path = tempfile.mkstemp(prefix="raglake-spool-", suffix=".jsonl")
+        weakref.finalize(self, _remove, self._fd, self.path)
+        self._offsets = array("q", [0])
+        self._lines = array("q")
+        self.ids: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def append(self, item: M, line: int | None = None) -> None:
+        """Add a validated model (its id must be new: the caller reports duplicates with their lines)."""
+        data = item.model_dump_json().encode() + b"\n"
+        os.pwrite(self._fd, data, self._offsets[-1])
+        self._offsets.append(self._offsets[-1] + len(data))
+        key = getattr(item, self.id_field)
+        self._index[key] = len(self.ids)
+        self.ids.append(key)
+        self._lines.append(line or 0)
+
+    def position(self, key: str) -> int | None:
+        return self._index.get(key)
+
+    def line(self, position: int) -> int:
+        """The source file's line the record at `position` came from (0: not from a file)."""
+        return self._lines[position]
+
+    def raw(self, start: int, stop: int) -> bytes:
+        """The canonical JSON lines of records start..stop-1, as written (what staging copies); positional
+        reads, so threads may read at once."""
+        return os.pread(self._fd, self._offsets[stop] - self._offsets[start], self._offsets[start])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> M: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[M]: ...
+    def __getitem__(self, index: int | slice) -> M | list[M]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return [self.model.model_validate_json(b) for b in self.raw(start, stop).splitlines() if b]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.model.model_validate_json(self.raw(index, index + 1))
+
+    def get(self, key: str) -> M | None:
+        position = self._index.get(key)
+        return None if position is None else self[position]
+
+    def __iter__(self) -> Iterator[M]:
+        step = 2000
+        for start in range(0, len(self), step):
+            yield from self[start : start + step]
+
+    def __reduce__(self) -> tuple:
+        """A spool is this process's: what crosses to another process (a task's parameters, a Dask
+        worker) is a reference to staged files (raglake.pipeline.staging), never the records."""
+        raise TypeError("a Spool of records is process-local: pass references to staged batches instead")
+
+
+def _remove(fd: int, path: str) -> None:
+    os.close(fd)
+    if os.path.exists(path):
+        os.remove(path)
