@@ -135,6 +135,6 @@ def load_labels(path: str | Path, golden: GoldenSet) -> GoldenSet:
 
 
 def _case(golden: GoldenSet, case_id: str) -> GoldenCase:
-    if isinstance(golden.cases, Spool):
-        return golden.cases.get(case_id)  # type: ignore[return-value]
-    return next(c for c in golden.cases if c.id == case_id)
+    """The case with this id (known to be in the set)."""
+    found = golden.cases.get(case_id) if isinstance(golden.cases, Spool) else None
+    return found or next(c for c in golden.cases if c.id == case_id)

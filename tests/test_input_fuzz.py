@@ -178,7 +178,7 @@ def _check_golden(folder: Path, suffix: str, data: bytes) -> None:
 def _check_captures(folder: Path, suffix: str, data: bytes) -> None:
     target = _accepted_or_input_error(lambda p: ReplayFile(str(p)), folder, suffix, data)
     if target is not None:
-        for capture in target._by_id:  # the Spool of validated captures
+        for capture in target._spool:  # the validated captures
             json.dumps(capture.model_dump(mode="json"), ensure_ascii=False, allow_nan=False).encode()
 
 

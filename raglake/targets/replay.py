@@ -70,17 +70,20 @@ class ReplayFile(_ReplayBase):
                 methods[capture.method] += 1
         if not spool:
             raise InputError(str(self.path), None, None, "the capture file is empty")
-        self._by_id = spool  # type: ignore[assignment]
+        self._spool = spool
         self.name = safe_name(methods.most_common(1)[0][0]) if methods else safe_name(self.path.stem)
         self._hash = file_sha256(self.path)[:16]
 
     def content_key(self) -> str:
         return f"replay-file:{self._hash}"
 
+    def capture(self, cases: list[GoldenCase], journal: object = None) -> list[Capture]:
+        return [self._spool.get(c.id) or _missing(c, self.spec) for c in cases]
+
     def capture_lines(self, case_ids: list[str]) -> bytes:
         """The captures of these cases as canonical JSON lines, copied from the spool (no parsing): what
         `capture` gives, ready to stage."""
-        spool: Spool[Capture] = self._by_id  # type: ignore[assignment]
+        spool = self._spool
         out = []
         for case_id in case_ids:
             position = spool.position(case_id)
@@ -91,16 +94,16 @@ class ReplayFile(_ReplayBase):
     def check(self, golden: GoldenSet) -> None:
         """Captures of cases the golden set lacks are fine when the golden set is a subset of the file
         (evaluating a slice); when golden cases are missing too, an unknown id is a mismatch or a typo."""
-        spool = self._by_id
+        spool = self._spool
         known = golden.ids()
-        if all(spool.position(case_id) is not None for case_id in known):  # type: ignore[attr-defined]
+        if all(spool.position(case_id) is not None for case_id in known):
             return
         known_set = set(known)
-        for position, case_id in enumerate(spool.ids):  # type: ignore[attr-defined]
+        for position, case_id in enumerate(spool.ids):
             if case_id not in known_set:
                 raise InputError(
                     str(self.path),
-                    spool.line(position),  # type: ignore[attr-defined]
+                    spool.line(position),
                     "case_id",
                     f"no case {case_id!r} in golden set {golden.path}{did_you_mean(case_id, known)}",
                 )
