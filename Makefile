@@ -50,7 +50,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/judge.py
 	$(BIN)/python benchmarks/lake.py
 	$(BIN)/python benchmarks/scale.py
-	$(BIN)/python benchmarks/scale_cli.py --cases 100000 1000000 --dask
+	$(BIN)/python benchmarks/cli_scale.py --cases 100000 1000000 --dask
 
 clean-lake:
 	rm -rf data/lake

@@ -20,7 +20,7 @@ Printed: both times, the throughput ratio (pytrec_eval time / raglake time; the 
 largest per-case difference of P@10, RR and nDCG@10 (the goal is ≤ 1e-9: supports are grade 1, so
 raglake's nDCG is trec's), and the machine's load (uptime). Nothing here asserts on time.
 
-The CLI, 1M-case and Dask parts of issue 12's scale benchmark live in benchmarks/scale_cli.py, which can
+The CLI, 1M-case and Dask parts of issue 12's scale benchmark live in benchmarks/cli_scale.py, which can
 reuse `write_replay` below for its data.
 """
 

@@ -1,6 +1,6 @@
 """Benchmark `raglake run` (the CLI, Prefect included) at scale on generated replay data.
 
-    python benchmarks/scale_cli.py [--cases 100000 1000000] [--batch-size 5000] [--dask] [--keep DIR]
+    python benchmarks/cli_scale.py [--cases 100000 1000000] [--batch-size 5000] [--dask] [--keep DIR]
 
 For each size: a golden set and a replay file of that many cases (seeded; k = 10 retrieved chunks, 2-4
 gold supports, a category, some unanswerable cases and abstentions) are written, then scored with the
@@ -170,16 +170,20 @@ def cli_cmd(golden: Path, captures: Path, lake: Path, batch: int, runner: str, m
 
 
 def lib_cmd(golden: Path, captures: Path, lake: Path, batch: int, metrics: list[str]) -> list[str]:
-    script = Path(__file__).with_name("scale_library.py")
+    script = Path(__file__).with_name("cli_scale_library.py")
     return [sys.executable, str(script), str(golden), str(captures), str(lake), str(batch), ",".join(metrics)]
 
 
 def same_rows(lake_a: Path, lake_b: Path) -> bool:
+    """The two lakes' score rows are the same multiset (DuckDB's EXCEPT ALL: NaN equals NaN there)."""
     import duckdb
 
-    q = "SELECT case_id, metric, value, status, reason FROM read_parquet('{}/scores/**/*.parquet') ORDER BY ALL"
-    con = duckdb.connect()
-    return con.sql(q.format(lake_a)).fetchall() == con.sql(q.format(lake_b)).fetchall()
+    q = "SELECT case_id, metric, value, status, reason FROM read_parquet('{}/scores/**/*.parquet')"
+    a, b = q.format(lake_a), q.format(lake_b)
+    con = duckdb.connect(config={"enable_progress_bar": False})
+    [n] = con.sql(f"SELECT (SELECT count(*) FROM ({a})), (SELECT count(*) FROM ({b}))").fetchall()
+    [(differ,)] = con.sql(f"SELECT count(*) FROM (({a} EXCEPT ALL {b}) UNION ALL ({b} EXCEPT ALL {a}))").fetchall()
+    return n[0] == n[1] > 0 and differ == 0
 
 
 def main(argv: list[str] | None = None) -> int:

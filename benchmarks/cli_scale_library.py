@@ -1,6 +1,6 @@
-"""The library path of benchmarks/scale_cli.py: one run's pipeline steps called without Prefect.
+"""The library path of benchmarks/cli_scale.py: one run's pipeline steps called without Prefect.
 
-    python benchmarks/scale_library.py GOLDEN CAPTURES LAKE BATCH_SIZE METRIC,METRIC,…
+    python benchmarks/cli_scale_library.py GOLDEN CAPTURES LAKE BATCH_SIZE METRIC,METRIC,…
 
 The same functions the flow's tasks run (their plain `.fn`), in the same order: plan → stage the golden
 set → capture (replay) → score each batch → run-level figures → land. What the CLI spends beyond this
