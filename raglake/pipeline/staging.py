@@ -4,10 +4,10 @@ captures or score rows themselves. Files are content-addressed (named by the sha
 made from), so a repeated batch finds its output already there and a retry never sees a half-written
 file (each is written under a temporary name, then renamed).
 
-    <results>/batches/<sha>.cases.jsonl         a batch of golden cases (GoldenCase JSON, one a line)
-    <results>/captures/<key>.jsonl              the captures of a batch (Capture JSON, same order)
-    <results>/judged/<run>/<sha>.json            the judge's outcomes for a batch's cases (one run)
-    <results>/scored/<key>/{cases,scores,labels,chunks}.parquet   a scored batch, `_done` written last
+    <results>/batches/<sha[:2]>/<sha>.cases.jsonl   a batch of golden cases (GoldenCase JSON, one a line)
+    <results>/captures/<key[:2]>/<key>.jsonl        the captures of a batch (Capture JSON, same order)
+    <results>/judged/<run>/<sha>.json               the judge's outcomes for a batch's cases (one run)
+    <results>/scored/<key[:2]>/<key>/{cases,scores,labels,chunks}.parquet   a scored batch; `_done` last
 """
 
 from __future__ import annotations
