@@ -30,6 +30,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 ACTIONS = ("answer", "clarify", "refuse")
 RECENCY_RULES = ("cite_newer", "cite_both", "acknowledge_both")
 CAPTURE_STATUSES = ("ok", "error", "timeout", "empty")
+FAILED_STATUSES = ("error", "timeout")  # the target gave no usable output
 FOLDER_MODES = ("off", "on", "on_with_fallback")
 CHUNK_LABELS = ("topically_relevant", "evidence_sufficient", "misleading")
 ANSWER_LABELS = (
@@ -290,7 +291,7 @@ class Capture(_Strict):
     @property
     def failed(self) -> bool:
         """The target gave no usable output (error or timeout)."""
-        return self.status in ("error", "timeout")
+        return self.status in FAILED_STATUSES
 
     def top_k(self, k: int) -> list[RetrievedChunk]:
         return [c for c in self.retrieved if c.rank <= k]

@@ -60,13 +60,19 @@ class LineIndex:
         return self._first + bisect.bisect_right(self._starts, offset)
 
 
-def read_text(path: str | Path) -> str:
-    """The file's text; a folder, a missing or unreadable file and invalid UTF-8 are InputErrors."""
+def _existing_file(path: str | Path) -> Path:
+    """The path, when it names a file; a folder or a missing file is an InputError."""
     path = Path(path)
     if path.is_dir():
         raise InputError(str(path), None, None, "is a folder, not a file")
     if not path.exists():
         raise InputError(str(path), None, None, "file not found")
+    return path
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a folder, a missing or unreadable file and invalid UTF-8 are InputErrors."""
+    path = _existing_file(path)
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -93,11 +99,7 @@ def decode(path: str | Path, data: bytes, first_line: int = 1) -> str:
 def iter_lines(path: str | Path, chunk_bytes: int = 1 << 22) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line of a file, read a few MB at a time (memory does not grow with
     the file), with read_text's checks; lines are split at "\n" only, as records.read_records does."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(str(path), None, None, "is a folder, not a file")
-    if not path.exists():
-        raise InputError(str(path), None, None, "file not found")
+    path = _existing_file(path)
     line, rest = 1, b""
     try:
         with path.open("rb") as f:

@@ -95,9 +95,5 @@ def test_the_walk_finds_what_the_old_tasks_passed() -> None:
     golden = load_golden(GOLDEN)
     cases = list(golden.cases)
     captures = ReplayFile(TARGET.removeprefix("replay:")).capture(cases)
-    assert len(_big_things([cases, unmapped_like(captures), {"scored": ScoredBatch()}])) == len(cases) * 2 + 1
+    assert len(_big_things([cases, tuple(captures), {"scored": ScoredBatch()}])) == len(cases) * 2 + 1
     assert _big_things(golden) == [".cases: Spool"]
-
-
-def unmapped_like(value: Any) -> tuple:
-    return (value,)

@@ -25,7 +25,7 @@ ROW_GROUP_ROWS = 128 * 1024
 
 def _row_groups(table: str, parts: Iterable[pa.Table]) -> Iterator[pa.Table]:
     """The parts, checked against the table's schema, regrouped into row groups of about ROW_GROUP_ROWS."""
-    schema, held, rows = TABLES[table].schema, [], 0
+    schema, held, rows, wrote = TABLES[table].schema, [], 0, False
     for part in parts:
         if part.schema != schema:
             raise LakeError(f"data for {table} does not have the table's schema:\n{part.schema}")
@@ -33,8 +33,8 @@ def _row_groups(table: str, parts: Iterable[pa.Table]) -> Iterator[pa.Table]:
         rows += part.num_rows
         if rows >= ROW_GROUP_ROWS:
             yield pa.concat_tables(held)
-            held, rows = [], 0
-    if held or rows == 0:
+            held, rows, wrote = [], 0, True
+    if held or not wrote:  # what is left, or an empty table when there were no rows at all
         yield pa.concat_tables(held) if held else schema.empty_table()
 
 

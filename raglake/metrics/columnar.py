@@ -21,6 +21,7 @@ from raglake.columnar.arrays import combine, group_starts, to_numpy
 from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import STATUSES, Score
+from raglake.schemas import FAILED_STATUSES
 
 OK, UNDEFINED, SKIPPED = STATUSES.index("ok"), STATUSES.index("undefined"), STATUSES.index("skipped")
 SCORE_META = ("model", "judge_model", "prompt_id", "prompt_version", "judge_call")  # Score fields beyond the label's
@@ -155,7 +156,7 @@ class BatchContext:
 
     @cached_property
     def failed(self) -> np.ndarray:
-        return norm.mask(pc.is_in(self.capture_column("status"), pa.array(["error", "timeout"])))
+        return norm.mask(pc.is_in(self.capture_column("status"), pa.array(FAILED_STATUSES)))
 
     @cached_property
     def answerable(self) -> np.ndarray:

@@ -4,16 +4,17 @@ run-level figures and the `runs` row, and the headline log line."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import namedtuple
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import RunValue, all_metrics, metric_versions
 from raglake.pipeline.plan import RunPlan
 from raglake.pipeline.rows import RunRecord
 from raglake.pipeline.staging import ScoredRef
-from raglake.schemas import Capture
+from raglake.schemas import FAILED_STATUSES, LATENCY_STAGES, Capture
 
 
 @dataclass
@@ -33,15 +34,7 @@ class JudgeSummary:
         return {cid: self.outcomes.get(cid, {}) for cid in case_ids}
 
 
-LATENCY_FIELDS = ("folder_selection", "retrieval", "generation", "total", "wall")
-
-
-class LatencyFacts(NamedTuple):
-    folder_selection: float | None
-    retrieval: float | None
-    generation: float | None
-    total: float | None
-    wall: float | None
+LatencyFacts = namedtuple("LatencyFacts", LATENCY_STAGES)  # a capture's latency_ms, as plain values
 
 
 class CaptureFacts:
@@ -55,16 +48,16 @@ class CaptureFacts:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("error", "timeout")
+        return self.status in FAILED_STATUSES
 
 
 def capture_facts(scored: Sequence[ScoredRef]) -> list[CaptureFacts]:
     """The captures' facts of a run's scored batches, in batch order, read from their staged `cases` rows."""
-    columns = ["capture_status", *(f"latency_{f}_ms" for f in LATENCY_FIELDS)]
+    columns = ["capture_status", *(f"latency_{f}_ms" for f in LATENCY_STAGES)]
     out: list[CaptureFacts] = []
     for ref in sorted(scored, key=lambda r: r.index):
         table = ref.table("cases", columns).to_pydict()
-        latencies = zip(*(table[f"latency_{f}_ms"] for f in LATENCY_FIELDS))
+        latencies = zip(*(table[f"latency_{f}_ms"] for f in LATENCY_STAGES))
         out.extend(CaptureFacts(s, LatencyFacts(*lat)) for s, lat in zip(table["capture_status"], latencies))
     return out
 

@@ -18,8 +18,8 @@ from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.registry import RunValue
 from raglake.pipeline.scoring import ScoredBatch
-from raglake.pipeline.staging import ScoredRef
-from raglake.schemas import Capture, GoldenCase
+from raglake.pipeline.staging import ScoredRef, jsonl
+from raglake.schemas import LATENCY_STAGES, Capture, GoldenCase
 
 
 @dataclass
@@ -58,13 +58,6 @@ class RunRecord:
     def table(self) -> pa.Table:
         """The `runs` row as a one-row table."""
         return to_arrow(TABLES["runs"], self.columns())
-
-
-def capture_hash(capture: Capture) -> str:
-    return hashlib.sha256(capture.model_dump_json().encode()).hexdigest()[:16]
-
-
-LATENCY_STAGES = ("folder_selection", "retrieval", "generation", "total", "wall")
 
 
 def _case_row(case_line: bytes, capture_line: bytes) -> dict[str, Any]:
@@ -113,8 +106,8 @@ def cases_table_from_lines(case_lines: bytes, capture_lines: bytes) -> pa.Table:
 def cases_table(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> pa.Table:
     """One row per case: the golden case and its capture."""
     return cases_table_from_lines(
-        b"".join(c.model_dump_json().encode() + b"\n" for c in cases),
-        b"".join(c.model_dump_json().encode() + b"\n" for c in captures),
+        jsonl(cases),
+        jsonl(captures),
     )
 
 

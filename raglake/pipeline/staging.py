@@ -149,7 +149,8 @@ def _lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line]
 
 
-def _jsonl(models: Sequence[Any]) -> bytes:
+def jsonl(models: Sequence[Any]) -> bytes:
+    """Models as canonical JSON lines (`model_dump_json()`, one a line): what every staged file holds."""
     return b"".join(m.model_dump_json().encode() + b"\n" for m in models)
 
 
@@ -159,7 +160,7 @@ def stage_cases(results: str, cases: Sequence[GoldenCase], batch_size: int) -> l
     for index, start in enumerate(range(0, len(cases), batch_size)):
         stop = min(len(cases), start + batch_size)
         # a Spool holds the canonical lines already: they are copied, not parsed and written again
-        data = cases.raw(start, stop) if isinstance(cases, Spool) else _jsonl(cases[start:stop])
+        data = cases.raw(start, stop) if isinstance(cases, Spool) else jsonl(cases[start:stop])
         key = sha256(data)
         path = f"batches/{key[:2]}/{key}.cases.jsonl"
         if not store.exists(path):
@@ -183,7 +184,7 @@ def stage_pairs(
 def stage_captures(batch: BatchRef, key: str, captures: Sequence[Capture] | bytes) -> BatchRef:
     """Write a batch's captures (models, or their canonical JSON lines) under their content key `key`
     (see raglake.pipeline.plan.capture_key)."""
-    data = captures if isinstance(captures, bytes) else _jsonl(captures)
+    data = captures if isinstance(captures, bytes) else jsonl(captures)
     path = captured_path(key)
     batch.store().put(path, data)
     return batch.with_captures(path, sha256(data))
