@@ -6,9 +6,11 @@ For each size: a golden set and a replay file of that many cases (seeded; k = 10
 gold supports, a category, some unanswerable cases and abstentions) are written, then scored with the
 retrieval, label and abstention families twice, in this one process's children, side by side:
   1. the CLI: `raglake run --golden G --target replay:C --metrics … -k 10 --batch-size B`, as a user runs it;
-  2. (smallest size only) the library path: the same pipeline steps called without Prefect (plan → stage →
-     capture → score → land, raglake.pipeline.* and the tasks' plain functions), in a child process.
-Reported per size: wall and CPU seconds (user + system of the process tree), peak RSS of the largest
+  2. the library path (every size; --library-smallest-only: the smallest only): the same pipeline steps
+     called without Prefect (plan → stage → capture → score → land, raglake.pipeline.* and the tasks'
+     plain functions), in a child process.
+Reported per size: the stages' wall seconds the run recorded (stage_seconds), wall and CPU seconds
+(user + system of the process tree), peak RSS of the largest
 process (the CLI's own process; Prefect's server runs beside it and is reported apart), time per 100k
 cases and its ratio to the smallest size's (linear scaling gives 1.0), and the CPU share spent outside
 raglake's own work: 1 - library CPU / CLI CPU (Prefect's engine, its API server, logging, the CLI's start).
@@ -174,6 +176,16 @@ def lib_cmd(golden: Path, captures: Path, lake: Path, batch: int, metrics: list[
     return [sys.executable, str(script), str(golden), str(captures), str(lake), str(batch), ",".join(metrics)]
 
 
+def stage_seconds(lake: Path) -> str:
+    """The run's stage_seconds figures (run_metrics), as `stage value` pairs."""
+    import duckdb
+
+    rows = duckdb.sql(
+        f"SELECT stage, value FROM read_parquet('{lake}/run_metrics/**/*.parquet') WHERE metric = 'stage_seconds'"
+    ).fetchall()
+    return ", ".join(f"{stage} {value:.1f}" for stage, value in rows) or "none recorded"
+
+
 def same_rows(lake_a: Path, lake_b: Path) -> bool:
     """The two lakes' score rows are the same multiset (DuckDB's EXCEPT ALL: NaN equals NaN there)."""
     import duckdb
@@ -192,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=5000)
     ap.add_argument("--dask", action="store_true")
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--library-smallest-only", action="store_true", help="the library path at the smallest size only")
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="raglake-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -214,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{'met' if cli['rss_main'] <= 2048 else 'NOT met'})"
         )
         print(f"  per 100k cases {per_100k:.1f} s: x{per_100k / base:.2f} of the smallest size's (goal <= 1.2)")
-        if smallest:  # the library path beside it: what the CLI spends beyond raglake's own work
+        print(f"  stages (wall s, from the run's stage_seconds): {stage_seconds(work / f'lake-cli-{n}')}")
+        if smallest or not args.library_smallest_only:  # the library path: what the CLI spends beyond raglake's work
             lib = measured(lib_cmd(golden, captures, work / f"lake-lib-{n}", args.batch_size, metrics), env(work))
             print(
                 f"  library path  wall {lib['wall']:7.1f} s  cpu {lib['cpu']:7.1f} s  "

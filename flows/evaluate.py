@@ -14,8 +14,9 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from raglake import progress
+from raglake.flows import names
 from raglake.flows.stages import ScoreWork, score_stage
-from raglake.judge.stage import spot_cases
+from raglake.judge.stage import SpotSample
 from raglake.lake.store import Lake
 from raglake.pipeline.finish import capture_facts, finish_run
 from raglake.pipeline.lakes import open_lake
@@ -28,7 +29,7 @@ from raglake.tasks.capture import capture_batch
 from raglake.tasks.land import land
 
 
-@flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=4))
+@flow(name="evaluate", flow_run_name=names.evaluate_run_name, task_runner=ThreadPoolTaskRunner(max_workers=4))
 def evaluate(settings: RunSettings) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id.
 
@@ -36,6 +37,7 @@ def evaluate(settings: RunSettings) -> str:
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(settings, CHECKED)  # inputs the command line already checked are taken, not loaded again
+    names.name_flow_run(plan.run_id)  # a deployment's run learns its id only now
     batches = plan.stage()  # the tasks get references to staged batches, never the cases themselves
     cases = plan.golden.cases
     log.info(
@@ -53,8 +55,8 @@ def evaluate(settings: RunSettings) -> str:
     batches = list(captured.result())
     t_captured = time.perf_counter()
 
-    spot_ids = spot_cases(plan.golden.ids(), plan.spot_share, plan.spot_min)
-    stage = score_stage(_score_work(plan, batches, spot_ids), RunnerSpec.parse(settings.runner))
+    spot = SpotSample(plan.spot_share, plan.spot_min)  # drawn by the judge stage among cases that can give a pair
+    stage = score_stage(_score_work(plan, batches, spot), RunnerSpec.parse(settings.runner))
 
     embedding = stage.embedding
     captures = capture_facts(stage.scored)  # what the run-level figures read, not the captures themselves
@@ -67,6 +69,7 @@ def evaluate(settings: RunSettings) -> str:
         embedding_stats=stage.embedding_stats,
         embedder_key=embedding.key if embedding else None,
         judge=stage.judged,
+        captures_reused=sum(b.n for b in batches if b.reused),
     )
     land(plan.lake.url, record, stage.scored, run_values, plan.scoring_id, quote(coverage))
     failed = sum(c.failed for c in captures)
@@ -76,7 +79,7 @@ def evaluate(settings: RunSettings) -> str:
     return plan.run_id
 
 
-def _score_work(plan: RunPlan, batches: list[BatchRef], spot_ids: frozenset[str]) -> ScoreWork:
+def _score_work(plan: RunPlan, batches: list[BatchRef], spot: SpotSample) -> ScoreWork:
     """What the shared embed → judge → score stage needs of this run."""
     return ScoreWork(
         plan.run_id,
@@ -89,7 +92,7 @@ def _score_work(plan: RunPlan, batches: list[BatchRef], spot_ids: frozenset[str]
         plan.embedder,
         plan.judge,
         plan.spot_check,
-        spot_ids,
+        spot,
         plan.device,
     )
 

@@ -9,6 +9,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from raglake.embed.encoders import text_encoder
+from raglake.flows import names
 from raglake.flows.stages import ScoreWork, score_stage
 from raglake.metrics.registry import get_metric, select_metrics
 from raglake.pipeline.embedding import needs_embedder
@@ -33,7 +34,7 @@ def land_rescored(lake_url: str, run_id: str, scored: list[ScoredRef], scoring_i
     return land_scores(open_lake(lake_url), run_id, scored, scoring_id)
 
 
-@flow(name="rescore", task_runner=ThreadPoolTaskRunner(max_workers=4))
+@flow(name="rescore", flow_run_name=names.rescore_run_name, task_runner=ThreadPoolTaskRunner(max_workers=4))
 def rescore(settings: RescoreSettings) -> dict:
     """Re-score runs (ids, a start-date range, or all); returns what was recomputed and kept.
     `settings.runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners)."""
@@ -41,6 +42,7 @@ def rescore(settings: RescoreSettings) -> dict:
     runner = RunnerSpec.parse(settings.runner)
     q = open_lake(settings.lake)
     runs = select_runs(q, settings.run_ids, settings.since, settings.until, settings.all_runs)
+    names.name_flow_run(names.rescore_run_name(runs))
     chosen = select_metrics(settings.metrics)
     judge = settings.judge.config() if settings.judge is not None else None
     report: dict = {"runs": {}, "dry_run": settings.dry_run}

@@ -1,6 +1,6 @@
-"""Prefect's API server for the command line: started before the first flow (a server that does not
-start is a clear error before any work, not a traceback from inside the flow) and stopped on demand
-(an interrupted run must not leave it behind)."""
+"""Prefect's API server for the command line and the Python API: started before the first flow (a
+server that does not start is a clear error before any work, not a traceback from inside the flow) and
+stopped on demand (an interrupted run must not leave it behind)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from prefect.utilities.annotations import quote
 
 from raglake import progress
 from raglake.judge.config import JudgeConfig
-from raglake.judge.stage import wanted_steps
+from raglake.judge.stage import SpotSample, wanted_steps
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions
 from raglake.pipeline.embedding import EmbeddingSpec
@@ -41,7 +41,7 @@ class ScoreWork:
     embedder: str | None
     judge: JudgeConfig | None = None
     spot_check: JudgeConfig | None = None
-    spot_ids: frozenset[str] = frozenset()
+    spot_sample: SpotSample | None = None
     device: str = "auto"
 
 
@@ -73,7 +73,7 @@ def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
     batches, judged = work.batches, None
     if work.judge is not None and wanted_steps(work.metrics):
         judge_work = JudgeWork(
-            versions, work.config, work.judge, work.lake_url, work.run_id, embedding, work.spot_check, work.spot_ids
+            versions, work.config, work.judge, work.lake_url, work.run_id, embedding, work.spot_check, work.spot_sample
         )
         try:
             batches, judge_stats = judge_cases(quote(judge_work), batches)

@@ -1,3 +1,36 @@
-"""raglake: evaluate RAG systems on a schedule and keep every result in a Parquet lake."""
+"""raglake: evaluate RAG systems on a schedule and keep every result in a Parquet lake.
+
+    import raglake
+    result = raglake.evaluate(df)              # a DataFrame of question/answer/contexts/reference rows
+    result.summary(); result.to_pandas(wide=True)
+    raglake.open_lake("data/lake").runs()      # a lake's questions as DataFrames
+
+The names below are loaded when first used (PEP 562), not when `raglake` is imported: the command
+line imports this package too, and its commands that only read the lake must not load Prefect."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "evaluate": "raglake.api.run",
+    "open_lake": "raglake.api.lake",
+    "LakeFrames": "raglake.api.lake",
+    "Result": "raglake.api.result",
+}
+__all__ = ["evaluate", "open_lake", "LakeFrames", "Result", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'raglake' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -1,9 +1,10 @@
 """The questions users ask of the lake, answered by the SQL files: which runs, breakdowns,
-comparisons with a paired bootstrap CI, and trends."""
+comparisons (a paired test and interval per metric and slice, the false discovery rate controlled
+across them), and trends."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -15,6 +16,40 @@ from raglake.lake.store import Lake
 
 DIMENSIONS = ("all", "category", "tag", "difficulty", "vault", "answerable", "target", "method")
 COMPARE_DIMENSIONS = tuple(d for d in DIMENSIONS if d not in ("target", "method"))
+DEFAULT_FDR = 0.05  # Benjamini-Hochberg level of compare's, the report's and the gate's verdicts
+FDR_OFF = ("off", "none", "no", "false")
+
+
+def parse_fdr(value: object) -> float | None:
+    """An FDR level as users write it (`--fdr 0.1`, `fdr: 0.1` in gate rules): a number between 0 and
+    1, or off (`off`, `none`, YAML's `false`): None, the verdicts are then the per-slice ones."""
+    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in FDR_OFF):
+        return None
+    try:
+        level = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        level = float("nan")
+    if not 0 < level < 1:
+        raise ConfigError(f"FDR level {value!r}: give a number between 0 and 1 (e.g. {DEFAULT_FDR}) or 'off'")
+    return level
+
+
+def verdict_summary(rows: Sequence[Mapping[str, Any]], fdr: float | None) -> str:
+    """How many tests a comparison (compare_runs rows) made and how many differences it calls real,
+    FDR-controlled and uncorrected."""
+    tested = [r for r in rows if r["tested"]]
+    real = sum(bool(r["regression"] or r["improvement"]) for r in tested)
+    raw = sum(bool(r["regression_raw"] or r["improvement_raw"]) for r in tested)
+    tests = f"{len(tested)} tests (metric × slice with enough pairs and a direction)"
+    if fdr is None:
+        return (
+            f"{tests}, no multiple-comparison control (--fdr off): {raw} difference(s) whose own 95% interval "
+            f"excludes 0, about {0.05 * len(tested):.0f} of which chance alone would give if nothing changed"
+        )
+    return (
+        f"{tests}; Benjamini-Hochberg at a false discovery rate of {fdr:g}: {real} real difference(s) "
+        f"({raw} whose own 95% interval excludes 0, uncorrected)"
+    )
 
 
 def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:
@@ -47,16 +82,20 @@ def latest_per_target(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in fetch(con, "SELECT run_id FROM run_order WHERE newest_rank_in_target = 1 ORDER BY target")]
 
 
-def _check_bootstrap(n_boot: int, alpha: float) -> None:
-    if n_boot < 100:
-        raise ConfigError(f"n_boot must be at least 100 for a 95% interval, got {n_boot}")
+def _check_alpha(alpha: float) -> None:
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must lie between 0 and 1, got {alpha}")
 
 
+def _check_bootstrap(n_boot: int, alpha: float) -> None:
+    if n_boot < 100:
+        raise ConfigError(f"n_boot must be at least 100 for a 95% interval, got {n_boot}")
+    _check_alpha(alpha)
+
+
 class LakeQueries:
     """One DuckDB connection over one lake, and the project's questions as methods. `registry` is the
-    metric registry's table (the `metrics` view); raglake.pipeline.lakes.open_lake builds both."""
+    metric registry's table (the `metric_registry` view); raglake.pipeline.lakes.open_lake builds both."""
 
     def __init__(self, lake: Lake, registry: pa.Table):
         self.lake = lake
@@ -78,20 +117,37 @@ class LakeQueries:
         return run_query(self.con, "capture_health", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()
 
     def compare(
-        self, run_a: str, run_b: str, *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05, min_pairs: int = 5
+        self,
+        run_a: str,
+        run_b: str,
+        *,
+        alpha: float = 0.05,
+        min_pairs: int = 5,
+        fdr: float | None = DEFAULT_FDR,
+        tests: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
-        """Run B against run A for every metric and slice; see sql/compare_runs.sql."""
-        _check_bootstrap(n_boot, alpha)
+        """Run B against run A for every metric and slice: per-slice test and interval, and verdicts
+        with the false discovery rate controlled at `fdr` (None: off) across the tested rows (every
+        row with a direction and `min_pairs` pairs, or only those `tests` lists as {metric, dimension,
+        min_pairs}); see sql/compare_runs.sql."""
+        _check_alpha(alpha)
+        if min_pairs < 1:
+            raise ConfigError(f"min_pairs must be at least 1, got {min_pairs}")
         return run_query(
             self.con,
             "compare_runs",
             run_a=run_a,
             run_b=run_b,
-            n_boot=n_boot,
-            seed=seed,
             alpha=alpha,
             min_pairs=min_pairs,
+            fdr=parse_fdr(fdr),
+            tests=None if tests is None else [dict(t) for t in tests],
         ).to_pylist()
+
+    def scored_metrics(self, run_ids: Sequence[str]) -> list[str]:
+        """The metrics with `ok` scores in any of the runs, by name."""
+        sql = "SELECT DISTINCT metric FROM scores_latest WHERE list_contains($ids, run_id) AND status = 'ok'"
+        return sorted(r[0] for r in fetch(self.con, sql, ids=list(run_ids)))
 
     def metric_ci(
         self, run_id: str, by: str = "all", *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
@@ -104,7 +160,7 @@ class LakeQueries:
     def check_metrics(self, names: Sequence[str]) -> None:
         """Every name is a case-level metric of the registry or one the lake's scores hold (a metric
         since renamed); otherwise UnknownNameError with the closest name."""
-        known = {r[0] for r in fetch(self.con, "SELECT metric FROM metrics WHERE level = 'case'")}
+        known = {r[0] for r in fetch(self.con, "SELECT metric FROM metric_registry WHERE level = 'case'")}
         unknown = [n for n in names if n not in known]
         if unknown:
             known |= {r[0] for r in fetch(self.con, "SELECT DISTINCT metric FROM scores")}
@@ -114,7 +170,7 @@ class LakeQueries:
 
     def check_target(self, target: str) -> None:
         """A target name the lake's runs hold (what `raglake runs` shows)."""
-        known = [r[0] for r in fetch(self.con, "SELECT DISTINCT coalesce(target_name, target) FROM runs")]
+        known = [r[0] for r in fetch(self.con, "SELECT DISTINCT coalesce(target_name, target_spec) FROM runs")]
         if target not in known:
             raise UnknownNameError("target", target, known)
 
@@ -143,4 +199,5 @@ class LakeQueries:
         return dict(rows)
 
     def target_name(self, run_id: str) -> str:
-        return scalar(self.con, "SELECT coalesce(target_name, target) FROM runs WHERE run_id = $r", r=run_id) or run_id
+        name = scalar(self.con, "SELECT coalesce(target_name, target_spec) FROM runs WHERE run_id = $r", r=run_id)
+        return name or run_id

@@ -1,7 +1,12 @@
-"""The metric catalogue table for the docs, generated from the registry."""
+"""The generated docs: the metric catalogue table (from the registry) and docs/lake.md (from the lake's table specs)."""
 
 from __future__ import annotations
 
+import sys
+
+import pyarrow as pa
+
+from raglake.lake.tables import TABLES
 from raglake.metrics.registry import all_metrics
 
 
@@ -11,14 +16,68 @@ def metrics_markdown() -> str:
         "",
         "Generated from the registry by `raglake metrics --markdown > docs/metric-table.md`; a test keeps it in",
         "sync. The rules are those of METRICS.md; `version` changes whenever a rule changes a score.",
+        "`scale view`: the SQL view (sql/views/) that shows the stored value on its seed's presentation scale",
+        "(white paper 1-5, semantic similarity 0-100, factual accuracy letter grades), derived, never recomputed.",
         "",
-        "| metric | family | level | version | scale | better | applies to | seed | rule |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| metric | family | level | version | scale | scale view | better | applies to | seed | rule |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in all_metrics():
         better = {True: "higher", False: "lower", None: "–"}[m.higher_is_better]
+        view = f"`{m.scale_view}`" if m.scale_view else ""
         lines.append(
-            f"| `{m.name}` | {m.family} | {m.level} | {m.version} | {m.scale} | {better} | "
+            f"| `{m.name}` | {m.family} | {m.level} | {m.version} | {m.scale} | {view} | {better} | "
             f"{m.applies_to} | {m.seed} | {m.description} |"
         )
     return "\n".join(lines)
+
+
+def _type(t: pa.DataType) -> str:
+    return str(t).replace("timestamp[us, tz=UTC]", "timestamp (UTC)")
+
+
+def lake_markdown() -> str:
+    """docs/lake.md: every table of the lake and every column, from raglake.lake.tables' specs."""
+    lines = [
+        "# The lake's tables",
+        "",
+        "Generated from `raglake/lake/tables.py` by `python -m raglake.docs lake > docs/lake.md`; a test keeps it",
+        "in sync. Each table is a folder of Parquet files, hive-partitioned (`scores/run_id=r-…/s-….parquet`);",
+        "the partition column lives only in the folder name. Every column's description below is also stored",
+        "in the files' schemas (Parquet field metadata `description`).",
+        "",
+        "A plain Parquet reader (DuckDB, pyarrow, pandas, Spark) needs three rules, which raglake's views apply:",
+        "",
+        "- **committed runs**: a run's rows in any run-partitioned table count only when `runs` has its",
+        "  `run_id` (`committed = true`): the runs row is written last, so files of a crashed landing",
+        "  have none. Join on `runs` (every run-partitioned table has `run_id`).",
+        "- **current scores**: `scores WHERE is_latest` is the newest scoring of every run × case × metric",
+        "  (raglake's `scores_latest` view; older scorings stay in `scores`).",
+        "- **what a metric means**: `metrics` (one row per metric per scoring: family, scale, direction,",
+        "  version, description); join scores on `run_id`, `scoring_id`, `metric`.",
+        "",
+        "```sql",
+        "SELECT s.run_id, s.metric, m.direction, avg(s.value) AS mean",
+        "FROM read_parquet('lake/scores/*/*.parquet', hive_partitioning = true, union_by_name = true) AS s",
+        "JOIN read_parquet('lake/metrics/*/*.parquet', hive_partitioning = true) AS m",
+        "    USING (run_id, scoring_id, metric)",
+        "SEMI JOIN read_parquet('lake/runs/*/*.parquet', union_by_name = true) AS r",
+        "    ON r.run_id = s.run_id AND r.committed",
+        "WHERE s.is_latest AND s.status = 'ok'",
+        "GROUP BY ALL",
+        "```",
+        "",
+        "Raglake's own `metric_registry` view (not a file) is the registry of the code that reads the lake.",
+    ]
+    for spec in TABLES.values():
+        lines += ["", f"## `{spec.name}`", "", spec.doc, "", "| column | type | description |", "| --- | --- | --- |"]
+        lines.append(f"| `{spec.partition}` (partition) | {_type(spec.partition_type)} | {spec.partition_doc} |")
+        for f in spec.schema:
+            lines.append(f"| `{f.name}` | {_type(f.type)} | {spec.description(f.name).replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["lake"]:
+        sys.exit("usage: python -m raglake.docs lake > docs/lake.md")
+    sys.stdout.write(lake_markdown())

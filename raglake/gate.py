@@ -1,6 +1,7 @@
 """The regression gate: candidate run against a baseline, metric by metric and slice by slice; a row
-fails when the metric moved the wrong way by more than its rule allows AND the paired bootstrap CI
-excludes zero (a real drop, not noise)."""
+fails when the metric moved the wrong way by more than its rule allows AND the difference is real:
+Benjamini-Hochberg at the rules' `fdr` level across the gate's own checks (the metric × slice rows its
+rules gate), or, with `fdr: off`, the per-slice 95% interval excludes zero."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from raglake.analysis import COMPARE_DIMENSIONS, LakeQueries
-from raglake.errors import InputError, did_you_mean
+from raglake.analysis import COMPARE_DIMENSIONS, DEFAULT_FDR, LakeQueries, parse_fdr
+from raglake.errors import ConfigError, InputError, did_you_mean
 from raglake.metrics.registry import all_metrics
 from raglake.records import read_yaml_mapping, validate_record
 
@@ -45,8 +46,18 @@ class Defaults(BaseModel):
 
 class GateRules(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # Benjamini-Hochberg level of the verdicts across the gate's checks; off: the per-slice intervals
+    fdr: float | None = DEFAULT_FDR
     defaults: Defaults = Defaults()
     rules: list[Rule] = Field(min_length=1)
+
+    @field_validator("fdr", mode="before")
+    @classmethod
+    def _fdr(cls, v: object) -> float | None:
+        try:
+            return parse_fdr(v)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
 
 def load_rules(path: str | Path) -> GateRules:
@@ -88,23 +99,62 @@ def effective_rule(rules: GateRules, metric: str) -> dict[str, Any] | None:
     }
 
 
+def gate_tests(rules: GateRules, metrics: list[str]) -> list[dict[str, Any]]:
+    """The gate's family of tests: {metric, dimension, min_pairs} of every gated metric and dimension."""
+    tests = []
+    for metric in metrics:
+        rule = effective_rule(rules, metric)
+        if rule is not None:
+            tests += [{"metric": metric, "dimension": d, "min_pairs": rule["min_pairs"]} for d in rule["dimensions"]]
+    return tests
+
+
 def evaluate_gate(
-    q: LakeQueries, baseline: str, candidate: str, rules: GateRules, n_boot: int = 1000, seed: int = 0
+    q: LakeQueries, baseline: str, candidate: str, rules: GateRules
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(checked rows, failing rows) of the comparison, each with the rule applied."""
-    min_pairs = min([r.min_pairs for r in rules.rules if r.min_pairs] + [rules.defaults.min_pairs])
-    rows = q.compare(baseline, candidate, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
+    """(checked rows, failing rows) of the comparison, each with the rule applied. The checks are the
+    rows the rules gate (with a direction and at least the rule's min_pairs pairs); a row fails when
+    it dropped by more than max_drop and its verdict is a regression: Benjamini-Hochberg at
+    `rules.fdr` across the checks (a subset of a larger family would not keep its FDR), or with
+    `fdr: off` the per-slice interval."""
+    tests = gate_tests(rules, q.scored_metrics([baseline, candidate]))
+    rows = q.compare(baseline, candidate, min_pairs=1, fdr=rules.fdr, tests=tests)
     checked, failing = [], []
     for row in rows:
         rule = effective_rule(rules, row["metric"])
-        if rule is None or row["dimension"] not in rule["dimensions"] or row["higher_is_better"] is None:
+        if rule is None or not row["tested"]:  # only the gated rows are tested
             continue
         drop = -row["diff"] if row["higher_is_better"] else row["diff"]
-        real = row["n_pairs"] >= rule["min_pairs"] and (
-            row["ci_high"] < 0 if row["higher_is_better"] else row["ci_low"] > 0
-        )
-        row = {**row, "drop": drop, "max_drop": rule["max_drop"], "fails": bool(real and drop > rule["max_drop"])}
+        fails = bool(row["regression"] and drop > rule["max_drop"])
+        row = {**row, "drop": drop, "max_drop": rule["max_drop"], "fails": fails}
         checked.append(row)
-        if row["fails"]:
+        if fails:
             failing.append(row)
     return checked, failing
+
+
+def gate_verdicts(rules: GateRules, n_checks: int) -> str:
+    """One line on how the gate decided that a drop is real."""
+    if rules.fdr is None:
+        return f"verdicts: each of the {n_checks} checks on its own 95% interval (fdr: off, uncorrected)"
+    return f"verdicts: Benjamini-Hochberg at a false discovery rate of {rules.fdr:g} across the {n_checks} checks"
+
+
+# what `raglake gate` prints of a failing row
+FAILING_COLUMNS = (
+    "metric",
+    "dimension",
+    "slice",
+    "n_pairs",
+    "mean_a",
+    "mean_b",
+    "drop",
+    "max_drop",
+    "ci_low",
+    "ci_high",
+    "q_value",
+)
+
+
+def failing_rows(failing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: r[k] for k in FAILING_COLUMNS} for r in failing]

@@ -82,7 +82,7 @@ def load_golden(path: str | Path) -> GoldenSet:
 
 def iter_captures(path: str | Path) -> Iterator[tuple[Record, Capture]]:
     """The captures of a capture file, validated one record at a time: raglake's capture format, or a
-    seed-003/RAGAS file (the shape of the first record decides)."""
+    generic or RAGAS file (JSONL, JSON, YAML or CSV) (the shape of the first record decides)."""
     path = Path(path)
     imported: bool | None = None
     for index, record in enumerate(iter_records(path, list_key="captures"), start=1):
@@ -94,9 +94,10 @@ def iter_captures(path: str | Path) -> Iterator[tuple[Record, Capture]]:
 
 
 def load_imported_captures(path: str | Path) -> list[tuple[Record, Capture]] | None:
-    """Captures held by a seed-003/RAGAS file, or None when the file is not of such a shape."""
+    """Captures held by a generic or RAGAS file (JSONL, JSON, YAML or CSV), or None when the file is not
+    of such a shape."""
     path = Path(path)
-    records = read_records(path)
+    records = list(iter_records(path))
     if not records or not record_shape(records[0].data):
         return None
     out = []

@@ -14,6 +14,9 @@ import sys
 
 STARTUP_TIMEOUT = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 LOGGING_LEVEL = "PREFECT_LOGGING_LEVEL"
+DASK_LOGGING = "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED"  # dask.config's distributed.logging.distributed
+# the variables `verbose` moves: (its level with --verbose, without)
+VERBOSE_LEVELS = {LOGGING_LEVEL: ("INFO", "WARNING"), DASK_LOGGING: ("info", "warning")}
 
 DEFAULTS = {
     # raglake runs offline by default: Prefect's ephemeral server must not phone home
@@ -22,6 +25,9 @@ DEFAULTS = {
     STARTUP_TIMEOUT: "120",
     # Prefect's flow and task logs only with `--verbose` (INFO)
     LOGGING_LEVEL: "WARNING",
+    # Dask's `distributed` logs (~30 INFO lines per LocalCluster of `--runner dask`) only with `--verbose`;
+    # read when `distributed` is imported, and inherited by the cluster's worker processes
+    DASK_LOGGING: "warning",
     # Prefect's client already retries 408/429/502/503, connection resets and protocol errors, 5
     # times with 2^n s backoff (~1 min). A server busy with a second writer (SQLite locked: 503) can
     # stay busy longer: 7 retries wait ~4 min in all. 504 (a proxy's gateway time-out) is transient too.
@@ -38,13 +44,13 @@ def apply(*, verbose: bool | None = None) -> dict[str, str]:
     it. Returns the variables this call changed."""
     wanted = dict(DEFAULTS)
     if verbose is not None:
-        wanted[LOGGING_LEVEL] = "INFO" if verbose else "WARNING"
+        wanted.update({key: levels[0] if verbose else levels[1] for key, levels in VERBOSE_LEVELS.items()})
     changed = {}
     for key, value in wanted.items():
         if key in os.environ and key not in _ours:
             continue  # the user's
-        if key in _ours and not (key == LOGGING_LEVEL and verbose is not None):
-            continue  # set by an earlier call; only an explicit `verbose` moves the log level
+        if key in _ours and not (key in VERBOSE_LEVELS and verbose is not None):
+            continue  # set by an earlier call; only an explicit `verbose` moves the log levels
         if os.environ.get(key) != value:
             os.environ[key] = changed[key] = value
         _ours.add(key)

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
+from raglake.importers import csv_records
 from raglake.records import Record, read_records
 from raglake.textfiles import iter_lines, parse_json
 
@@ -23,8 +24,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def iter_records(path: str | Path, *, list_key: str = "cases") -> Iterator[Record]:
-    """read_records, one record at a time for .jsonl/.ndjson (and any suffix that is not JSON or YAML)."""
+    """read_records, one record at a time for .jsonl/.ndjson (and any suffix that is not JSON, YAML or
+    CSV); a .csv file's rows (raglake.importers.csv_records)."""
     path = Path(path)
+    if path.suffix.lower() == ".csv":
+        yield from csv_records(path)
+        return
     if path.suffix.lower() in (".yaml", ".yml", ".json"):
         yield from read_records(path, list_key=list_key)
         return

@@ -36,12 +36,12 @@ aggregated AS (
 final AS (
     SELECT
         aggregated.run_id,
-        coalesce(runs.target_name, runs.target) AS target,
+        coalesce(runs.target_name, runs.target_spec) AS target,
         $dimension AS dimension,
         aggregated.slice,
         aggregated.metric,
-        metrics.family,
-        metrics.higher_is_better,
+        metric_registry.family,
+        metric_registry.higher_is_better,
         aggregated.n,
         aggregated.mean,
         aggregated.n_undefined,
@@ -51,7 +51,7 @@ final AS (
         aggregated.n_rows
     FROM aggregated
     INNER JOIN runs ON aggregated.run_id = runs.run_id
-    LEFT JOIN metrics ON aggregated.metric = metrics.metric
+    LEFT JOIN metric_registry ON aggregated.metric = metric_registry.metric
 )
 
 SELECT * FROM final

@@ -1,11 +1,27 @@
--- compare_runs: run B (candidate) against run A (baseline) for every metric and slice, paired by case.
--- diff = mean_b - mean_a over cases scored `ok` in both runs. The 95% CI (for $alpha = 0.05) is a
--- paired bootstrap: $n_boot resamples of the paired differences with replacement, drawn by a seeded
--- hash so the same inputs always give the same interval (the macro in sql/views/06_bootstrap_ci.sql).
--- Means are averages of lists in case_id order, so they too come out the same to the last bit.
--- A slice is a regression when the metric moved the wrong way, the CI excludes zero, and it has at
--- least $min_pairs pairs.
--- Parameters: $run_a, $run_b, $n_boot, $seed, $alpha, $min_pairs.
+-- compare_runs: run B (candidate) against run A (baseline) for every metric and slice, paired by case,
+-- with the false discovery rate controlled across the comparison's tests.
+-- diff = mean_b - mean_a over the cases scored `ok` in both runs (means of lists in case_id order: the
+-- same to the last bit on every call, connection and thread count). For a slice's n paired differences
+-- d (B - A), their mean m and s² = mean((d - m)²):
+--   p_value  the paired sign-flip (randomisation) test of "A and B are exchangeable case by case", in
+--            its large-sample form: z = Σd / √Σd², whose variance over random signs is exactly 1
+--            (for a 0/1 metric: McNemar's test), p_value = 2·(1 - Φ(|z|)); 1 when every d is 0.
+--   ci_low, ci_high  the per-slice (uncorrected) interval at level 1 - $alpha: the δ that the same
+--            test does not reject on d - δ, m ± c·s / √(n - c²) with c = Φ⁻¹(1 - $alpha / 2);
+--            NULL (unbounded) when n ≤ c². It excludes 0 exactly when p_value < $alpha.
+--            benchmarks/interval_coverage.py measures its coverage (NOTES.md has the table).
+-- The family: `tested` rows, those with a direction (the metric's higher_is_better) and at least
+-- $min_pairs pairs; with $tests (a list of {metric, dimension, min_pairs}; NULL: every such row) only
+-- the listed metric × dimension rows with at least their min_pairs. n_tests counts them; q_value is
+-- their Benjamini-Hochberg adjusted p-value (sql/views/07_paired_tests.sql).
+--   regression_raw / improvement_raw  a tested row whose uncorrected interval excludes 0 in the
+--            metric's bad / good direction.
+--   regression / improvement  the verdicts: a tested row with q_value ≤ $fdr in that direction
+--            (Benjamini-Hochberg at level $fdr); with $fdr NULL (--fdr off), the raw flags.
+--   fdr_low, fdr_high  a tested row's interval at level 1 - max(R, 1)·$fdr / n_tests, R the rows with
+--            q_value ≤ $fdr (Benjamini-Yekutieli's FCR-adjusted interval): it excludes 0 exactly on
+--            the rows the verdict flags. NULL with $fdr NULL.
+-- Parameters: $run_a, $run_b, $alpha, $min_pairs, $fdr, $tests.
 WITH slices AS (
     SELECT case_id, dimension, slice
     FROM case_slices
@@ -43,70 +59,134 @@ slice_pairs AS (
     GROUP BY ALL
 ),
 
--- its means, and its differences to resample
-summary AS (
+-- its number of pairs and means
+means AS (
     SELECT
         metric,
         dimension,
         slice,
+        len(ps) AS n_pairs,
         list_avg(list_transform(ps, lambda p: p.a)) AS mean_a,
         list_avg(list_transform(ps, lambda p: p.b)) AS mean_b,
+        list_avg(list_transform(ps, lambda p: p.d)) AS diff,
         list_transform(ps, lambda p: p.d) AS ds
     FROM slice_pairs
 ),
 
--- every slice's number of pairs, mean difference and its interval, the differences resampled in
--- case_id order (the slice and its means ride along in the key)
+-- the spread of the differences about their mean, s² (divided by n)
+spread AS (
+    SELECT
+        metric,
+        dimension,
+        slice,
+        n_pairs,
+        mean_a,
+        mean_b,
+        diff,
+        list_avg(list_transform(ds, lambda x: (x - diff) * (x - diff))) AS s2
+    FROM means
+),
+
+listed AS (
+    SELECT unnest($tests::STRUCT(metric VARCHAR, dimension VARCHAR, min_pairs INTEGER)[], recursive := true)
+),
+
+-- the test, the per-slice interval and whether the row is one of the family's tests
+tests AS (
+    SELECT
+        spread.*,
+        metric_registry.family,
+        metric_registry.higher_is_better,
+        normal_quantile(1 - $alpha / 2) AS c,
+        -- z = Σd / √Σd² = √n·m / √(s² + m²)
+        CASE WHEN s2 + diff * diff > 0 THEN sqrt(n_pairs) * diff / sqrt(s2 + diff * diff) ELSE 0.0 END AS z,
+        metric_registry.higher_is_better IS NOT NULL
+        AND n_pairs >= $min_pairs
+        AND (
+            $tests IS NULL
+            OR EXISTS (
+                SELECT 1
+                FROM listed
+                WHERE
+                    listed.metric = spread.metric
+                    AND listed.dimension = spread.dimension
+                    AND spread.n_pairs >= listed.min_pairs
+            )
+        ) AS tested
+    FROM spread
+    LEFT JOIN metric_registry ON spread.metric = metric_registry.metric
+),
+
 intervals AS (
-    SELECT unnest(key), n AS n_pairs, mean AS diff, ci_low, ci_high
-    FROM bootstrap_ci(
+    SELECT
+        *,
+        2 * normal_sf(abs(z)) AS p_value,
+        diff - paired_half_width(s2, n_pairs, c) AS ci_low,
+        diff + paired_half_width(s2, n_pairs, c) AS ci_high,
+        -- +1: the metric moved its good way, -1: its bad way, 0: not at all or it has no direction
+        coalesce(sign(diff) * CASE higher_is_better WHEN TRUE THEN 1 WHEN FALSE THEN -1 END, 0) AS direction
+    FROM tests
+),
+
+-- Benjamini-Hochberg over the family
+adjusted AS (
+    SELECT unnest(key), n_tests, q_value
+    FROM bh_adjust(
         (
-            SELECT
-                list({
-                    'key': {
-                        'metric': metric, 'dimension': dimension, 'slice': slice, 'mean_a': mean_a, 'mean_b': mean_b
-                    },
-                    'vs': ds
-                })
-            FROM summary
-        ),
-        $n_boot,
-        $seed,
-        $alpha
+            SELECT list({'key': {'metric': metric, 'dimension': dimension, 'slice': slice}, 'p': p_value})
+            FROM intervals
+            WHERE tested
+        )
     )
+),
+
+-- the FCR-adjusted level's critical value: Φ⁻¹(1 - max(R, 1)·$fdr / (2·n_tests))
+fcr AS (
+    SELECT normal_quantile(1 - greatest(count_if(q_value <= $fdr), 1) * $fdr / (2 * any_value(n_tests))) AS c_fdr
+    FROM adjusted
+),
+
+verdicts AS (
+    SELECT
+        intervals.*,
+        coalesce(adjusted.n_tests, 0) AS n_tests,
+        adjusted.q_value,
+        intervals.diff - paired_half_width(intervals.s2, intervals.n_pairs, fcr.c_fdr) AS fdr_low,
+        intervals.diff + paired_half_width(intervals.s2, intervals.n_pairs, fcr.c_fdr) AS fdr_high,
+        intervals.tested AND coalesce(intervals.ci_low > 0 OR intervals.ci_high < 0, FALSE) AS raw_real,
+        coalesce(intervals.tested AND adjusted.q_value <= $fdr, FALSE) AS fdr_real
+    FROM intervals
+    LEFT JOIN adjusted
+        ON intervals.metric = adjusted.metric
+        AND intervals.dimension = adjusted.dimension
+        AND intervals.slice = adjusted.slice
+    LEFT JOIN fcr ON TRUE
 ),
 
 final AS (
     SELECT
-        intervals.metric,
-        metrics.family,
-        metrics.higher_is_better,
-        intervals.dimension,
-        intervals.slice,
-        intervals.n_pairs,
-        intervals.mean_a,
-        intervals.mean_b,
-        intervals.diff,
-        intervals.ci_low,
-        intervals.ci_high,
-        coalesce(
-            intervals.n_pairs >= $min_pairs
-            AND (
-                (metrics.higher_is_better AND intervals.ci_high < 0)
-                OR (NOT metrics.higher_is_better AND intervals.ci_low > 0)
-            ),
-            FALSE
-        ) AS regression,
-        coalesce(
-            intervals.n_pairs >= $min_pairs
-            AND (
-                (metrics.higher_is_better AND intervals.ci_low > 0)
-                OR (NOT metrics.higher_is_better AND intervals.ci_high < 0)
-            ),
-            FALSE
-        ) AS improvement
-    FROM intervals
-    LEFT JOIN metrics ON intervals.metric = metrics.metric
+        metric,
+        family,
+        higher_is_better,
+        dimension,
+        slice,
+        n_pairs,
+        mean_a,
+        mean_b,
+        diff,
+        ci_low,
+        ci_high,
+        p_value,
+        tested,
+        n_tests,
+        q_value,
+        CASE WHEN tested THEN fdr_low END AS fdr_low,
+        CASE WHEN tested THEN fdr_high END AS fdr_high,
+        raw_real AND direction < 0 AS regression_raw,
+        raw_real AND direction > 0 AS improvement_raw,
+        CASE WHEN $fdr IS NULL THEN raw_real ELSE fdr_real END AND direction < 0 AS regression,
+        CASE WHEN $fdr IS NULL THEN raw_real ELSE fdr_real END AND direction > 0 AS improvement
+    FROM verdicts
 )
 
 SELECT * FROM final

@@ -1,6 +1,9 @@
--- run_figures: the run-level figures (latency percentiles per stage, failure rates, timings).
+-- run_figures: the run-level figures (latency percentiles per stage, the judge's per prompt, failure
+-- rates, timings, judge calls and cost). `price_known` stands beside judge_cost_usd: false when a judge
+-- call had no price in the price table (its cost is left out, so the figure is a lower bound, or NaN
+-- when no call had a price); null on every other row.
 -- Parameters: $run_ids.
-WITH final AS (
+WITH figures AS (
     SELECT
         run_metrics.run_id,
         run_metrics.metric,
@@ -10,6 +13,23 @@ WITH final AS (
         run_metrics.unit
     FROM run_metrics
     WHERE list_contains($run_ids, run_metrics.run_id)
+),
+
+priced AS (
+    SELECT
+        figures.run_id,
+        bool_and(figures.value = 1) AS price_known
+    FROM figures
+    WHERE figures.metric = 'judge_price_known'
+    GROUP BY figures.run_id
+),
+
+final AS (
+    SELECT
+        figures.*,
+        CASE WHEN figures.metric = 'judge_cost_usd' THEN priced.price_known END AS price_known
+    FROM figures
+    LEFT JOIN priced ON figures.run_id = priced.run_id
 )
 
 SELECT * FROM final

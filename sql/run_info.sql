@@ -3,8 +3,8 @@
 WITH final AS (
     SELECT
         runs.run_id,
-        coalesce(runs.target_name, runs.target) AS target_name,
-        runs.target AS target_spec,
+        coalesce(runs.target_name, runs.target_spec) AS target_name,
+        runs.target_spec,
         runs.target_kind,
         runs.dataset_name,
         runs.dataset_path,

@@ -1,9 +1,9 @@
 -- trend: one metric (or all when $metric is NULL) over runs, oldest first, for one slice dimension.
 -- Parameters: $metric, $target (NULL for every target), $dataset (NULL for every dataset), $dimension.
 WITH picked_runs AS (
-    SELECT run_id, started_at, coalesce(target_name, target) AS target, dataset_name
+    SELECT run_id, started_at, coalesce(target_name, target_spec) AS target, dataset_name
     FROM runs
-    WHERE ($target IS NULL OR coalesce(target_name, target) = $target)
+    WHERE ($target IS NULL OR coalesce(target_name, target_spec) = $target)
         AND ($dataset IS NULL OR dataset_name = $dataset)
 ),
 

@@ -1,5 +1,7 @@
 -- worst_cases: for each of the given metrics, the $n worst cases of one run (only `ok` values: the
--- lowest first where higher is better, the highest first where lower is better; ties by case id),
+-- lowest first where higher is better, the highest first where lower is better; ties by case id;
+-- a case at the metric's best value, the top of its scale where higher is better or 0 where lower is
+-- better, is never listed: a "worst 10" of a run where 50 cases score 1.000 lists only those below),
 -- with the question, the reference answer, the system's answer, the retrieved chunks in rank order
 -- and, where a judge call lies behind the value, the judge's output and its `reasoning` field.
 -- Parameters: $run_id, $metrics (list of metric names), $n.
@@ -10,13 +12,31 @@ WITH scored AS (
         scores.value,
         scores.judge_model,
         scores.judge_call,
-        coalesce(metrics.higher_is_better, TRUE) AS higher_is_better
+        coalesce(metric_registry.higher_is_better, TRUE) AS higher_is_better,
+        -- the best value the metric's scale allows (NULL: no such bound, nothing is left out)
+        CASE
+            WHEN coalesce(metric_registry.higher_is_better, TRUE)
+                THEN CASE
+                    WHEN metric_registry.scale IN ('0-1', 'binary', 'cosine') THEN 1.0
+                    WHEN metric_registry.scale IN ('1-5', '0-5') THEN 5.0
+                END
+            WHEN metric_registry.scale IN ('0-1', 'binary', 'ms', 'seconds', 'usd') THEN 0.0
+        END AS best_value
     FROM scores_latest AS scores
-    LEFT JOIN metrics ON scores.metric = metrics.metric
+    LEFT JOIN metric_registry ON scores.metric = metric_registry.metric
     WHERE
         scores.run_id = $run_id
         AND scores.status = 'ok'
         AND list_contains($metrics, scores.metric)
+),
+
+below_best AS (
+    SELECT *
+    FROM scored
+    WHERE
+        best_value IS NULL
+        OR (higher_is_better AND value < best_value)
+        OR (NOT higher_is_better AND value > best_value)
 ),
 
 ranked AS (
@@ -26,7 +46,7 @@ ranked AS (
             PARTITION BY metric
             ORDER BY CASE WHEN higher_is_better THEN value ELSE -value END, case_id
         ) AS worst_rank
-    FROM scored
+    FROM below_best
 ),
 
 picked AS (

@@ -10,6 +10,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from raglake.judge.config import JudgeConfig
+from raglake.judge.stage import SpotSample
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import EmbeddingSpec
@@ -29,7 +30,7 @@ class JudgeWork:
     run_id: str
     embedding: EmbeddingSpec | None = None
     spot_check: JudgeConfig | None = None
-    spot_ids: frozenset[str] = frozenset()
+    spot_sample: SpotSample | None = None
 
 
 @task(name="judge-batch", cache_policy=NO_CACHE)
@@ -47,7 +48,7 @@ def judge_cases(work: JudgeWork, batches: list[BatchRef]) -> tuple[list[BatchRef
         work.run_id,
         encoder,
         work.spot_check,
-        work.spot_ids,
+        work.spot_sample,
     )
     summary = JudgeSummary.of(judged)
     staged = [stage_judged(b, work.run_id, summary.for_cases([c.id for c in b.read_cases()])) for b in batches]

@@ -45,6 +45,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     error: str = "error"
+    model: str | None = None  # the reply's `model` (None: the server's reply_model, else the request's)
+    system_fingerprint: str | None = None  # None: the server's fingerprint (none by default)
 
 
 def ok(output: dict[str, Any] | str, **kw: Any) -> Reply:
@@ -117,6 +119,9 @@ class FakeOpenAI:
         port: int = 0,
     ):
         self.latency_s, self.handler, self.host = latency_s, handler, host
+        # what the replies' envelopes say served them (a provider swapping the model behind a name)
+        self.reply_model: str | None = None
+        self.fingerprint: str | None = None
         self._queue: collections.deque[Reply] = collections.deque()
         self.requests: list[Seen] = []
         self._count = 0
@@ -188,7 +193,8 @@ class FakeOpenAI:
                 }
             }
             return await _send(send, reply.status, err, reply.headers)
-        await _send(send, 200, completion(reply, body, self._count), reply.headers)
+        served = dict(model=reply.model or self.reply_model, fingerprint=reply.system_fingerprint or self.fingerprint)
+        await _send(send, 200, completion(reply, body, self._count, **served), reply.headers)
 
     # ---- running it ------------------------------------------------------------------------
 
@@ -231,13 +237,16 @@ class FakeOpenAI:
         self.stop()
 
 
-def completion(reply: Reply, body: dict[str, Any], n: int = 1) -> dict[str, Any]:
-    """The chat completion object (the JSON envelope) that carries a 200 `reply` to the request `body`."""
-    out = {
+def completion(
+    reply: Reply, body: dict[str, Any], n: int = 1, model: str | None = None, fingerprint: str | None = None
+) -> dict[str, Any]:
+    """The chat completion object (the JSON envelope) that carries a 200 `reply` to the request `body`:
+    `model` as the request named it unless `model` says otherwise, a `system_fingerprint` when given."""
+    out: dict[str, Any] = {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": body.get("model", "fake"),
+        "model": model or reply.model or body.get("model", "fake"),
         "choices": [
             {
                 "index": 0,
@@ -246,6 +255,8 @@ def completion(reply: Reply, body: dict[str, Any], n: int = 1) -> dict[str, Any]
             }
         ],
     }
+    if fingerprint or reply.system_fingerprint:
+        out["system_fingerprint"] = fingerprint or reply.system_fingerprint
     if reply.prompt_tokens is not None:
         out["usage"] = {
             "prompt_tokens": reply.prompt_tokens,

@@ -4,6 +4,7 @@ case: one verdict per chunk or claim), through the real steps, without a server.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,6 +16,10 @@ from raglake.judge.steps import Judge, run_step
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView, StepOutcome
+from raglake.pipeline.plan import plan_run
+from raglake.pipeline.rows import land_scored_run
+from raglake.pipeline.scoring import score_batch
+from raglake.pipeline.settings import RunSettings
 from raglake.schemas import Capture, GoldenCase
 
 LABELS = (
@@ -107,3 +112,25 @@ def judge_outcomes(
     for (cid, step, _), outcome in zip(work, asyncio.run(run())):
         out[cid][step.name] = outcome
     return out
+
+
+def land_judged(
+    lake: str,
+    golden: str,
+    target: str,
+    run_id: str,
+    metrics: Sequence[str],
+    gateway: ScriptedGateway | None = None,
+) -> str:
+    """Score `target` on `golden` with a scripted judge and land it as `run_id` (no Prefect, no server)."""
+    plan = plan_run(RunSettings(golden=golden, target=target, lake=lake, run_id=run_id, metrics=list(metrics)))
+    captures = plan.target.capture(plan.golden.cases)
+    pairs = list(zip(plan.golden.cases, captures))
+    embedding = plan.embedding_spec()
+    encoder = embedding.encoder() if embedding else None
+    outcomes = judge_outcomes(pairs, plan.metrics, plan.config, gateway, encoder)
+    scored = score_batch(pairs, plan.metrics, plan.config, encoder=encoder, judge=outcomes)
+    finished = dt.datetime.now(dt.timezone.utc)
+    record = plan.record(finished, len(captures), embedder_key=embedding.key if embedding else None)
+    land_scored_run(plan.lake, record, plan.golden.cases, captures, scored, [], plan.scoring_id)
+    return run_id

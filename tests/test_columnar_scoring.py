@@ -39,7 +39,7 @@ def _same(a: object, b: object) -> bool:
 
 
 def assert_same_tables(ours: dict[str, pa.Table], theirs: dict[str, pa.Table]) -> None:
-    assert set(ours) == set(theirs) == {"scores", "labels", "chunks"}
+    assert set(ours) == set(theirs) == {"scores", "labels", "chunks", "sentence_scores"}
     for name in ours:
         assert ours[name].schema == theirs[name].schema, name
         a, b = ours[name].to_pydict(), theirs[name].to_pydict()

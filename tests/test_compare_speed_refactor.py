@@ -1,13 +1,15 @@
-"""The bootstrap of compare_runs and metric_ci after its resampling moved to numpy (issue 12, item 7):
-the draws are the ones sql/views/05_resample_draws.sql defines, the resampled means are a plain-Python
-bootstrap over those draws to the last bit (whatever the tiling), and every row comes out identical
-on every call, connection and DuckDB thread count."""
+"""The bootstrap of metric_ci after its resampling moved to numpy (issue 12, item 7): the draws are the
+ones sql/views/05_resample_draws.sql defines, the resampled means are a plain-Python bootstrap over
+those draws to the last bit (whatever the tiling). compare_runs (issue 14: a paired test per slice,
+no resampling) is the formula of its header recomputed in Python, row by row. Every row of both
+comes out identical on every call, connection and DuckDB thread count."""
 
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
+from statistics import NormalDist
 
 import duckdb
 import numpy as np
@@ -159,13 +161,29 @@ def _intervals(con, means: list[list[float]], alpha: float) -> list[tuple[float,
     return [(low, high) for _, low, high in rows]
 
 
-def test_compare_is_a_plain_paired_bootstrap(lake_dir) -> None:
+def _paired(d: list[float], c: float) -> tuple[float, float | None, float | None]:
+    """p-value and interval of compare_runs' header, in plain Python: z = Σd/√Σd², p = 2(1 - Φ(|z|)),
+    m ± c·s/√(n - c²) (None when n ≤ c²)."""
+    n, m = len(d), sum(d) / len(d)
+    s2 = sum((x - m) ** 2 for x in d) / n
+    sum_sq = sum(x * x for x in d)
+    p = math.erfc(abs(sum(d)) / math.sqrt(sum_sq) / math.sqrt(2)) if sum_sq else 1.0
+    if n <= c * c:
+        return p, None, None
+    half = c * math.sqrt(s2 / (n - c * c))
+    return p, m - half, m + half
+
+
+def _close(x: float | None, y: float | None) -> bool:
+    return (x is None and y is None) or (x is not None and y is not None and math.isclose(x, y, abs_tol=1e-12))
+
+
+def test_compare_is_the_paired_test_of_its_header(lake_dir) -> None:
     q = open_lake(lake_dir)
-    rows = q.compare("r-a", "r-b", n_boot=200, seed=7, alpha=0.1)
+    rows = q.compare("r-a", "r-b", alpha=0.1, min_pairs=3, fdr=0.2)
     a, b = _slice_values(q.con, "r-a"), _slice_values(q.con, "r-b")
     assert {r["dimension"] for r in rows} >= {"all", "category", "tag", "vault", "difficulty"}
-    picks: dict[int, np.ndarray] = {}  # draws by group size (groups of one size share them)
-    means = []
+    crit = NormalDist().inv_cdf(0.95)
     for row in rows:
         key = (row["metric"], row["dimension"], row["slice"])
         cases = sorted(set(a.get(key, {})) & set(b.get(key, {})))
@@ -173,10 +191,16 @@ def test_compare_is_a_plain_paired_bootstrap(lake_dir) -> None:
         assert row["n_pairs"] == len(d)
         assert math.isclose(row["diff"], sum(d) / len(d), rel_tol=1e-12, abs_tol=1e-15)
         assert math.isclose(row["mean_a"], sum(a[key][c] for c in cases) / len(d), rel_tol=1e-12)
-        if len(d) not in picks:
-            picks[len(d)] = _sql_picks(q.con, len(d), 200, 7)
-        means.append(_plain_means(d, picks[len(d)]))
-    assert [(r["ci_low"], r["ci_high"]) for r in rows] == _intervals(q.con, means, 0.1)
+        p, low, high = _paired(d, crit)
+        assert math.isclose(row["p_value"], p, rel_tol=1e-9), (key, row["p_value"], p)
+        assert _close(row["ci_low"], low) and _close(row["ci_high"], high), (key, row, low, high)
+        assert row["tested"] == (len(d) >= 3 and row["higher_is_better"] is not None)
+        # the uncorrected flag is the interval excluding 0, the same as p < alpha
+        excludes = row["ci_low"] is not None and (row["ci_low"] > 0 or row["ci_high"] < 0)
+        assert (row["regression_raw"] or row["improvement_raw"]) == (row["tested"] and excludes)
+        assert (not row["tested"]) or excludes == (row["p_value"] < 0.1)
+    assert any(r["regression_raw"] or r["improvement_raw"] for r in rows)  # the check saw both kinds of row
+    assert any(r["tested"] and not (r["regression_raw"] or r["improvement_raw"]) for r in rows)
 
 
 def test_metric_ci_is_the_same_plain_bootstrap(lake_dir) -> None:
@@ -197,14 +221,14 @@ def test_metric_ci_is_the_same_plain_bootstrap(lake_dir) -> None:
 
 def test_every_row_is_identical_on_every_call_connection_and_thread_count(lake_dir, monkeypatch) -> None:
     first = open_lake(lake_dir)
-    compare, ci = first.compare("r-a", "r-c", seed=4), first.metric_ci("r-a", "category", seed=4)
+    compare, ci = first.compare("r-a", "r-c"), first.metric_ci("r-a", "category", seed=4)
     assert compare and any(r["ci_low"] != r["ci_high"] for r in compare)
-    assert first.compare("r-a", "r-c", seed=4) == compare
-    assert open_lake(lake_dir).compare("r-a", "r-c", seed=4) == compare
+    assert first.compare("r-a", "r-c") == compare
+    assert open_lake(lake_dir).compare("r-a", "r-c") == compare
     plain_connect = duckdb.connect
     monkeypatch.setattr(duckdb, "connect", lambda *a, **k: plain_connect(config={"threads": 1}))
     single = open_lake(lake_dir)
     assert fetch(single.con, "SELECT current_setting('threads')") == [(1,)]
-    assert single.compare("r-a", "r-c", seed=4) == compare
+    assert single.compare("r-a", "r-c") == compare
     assert single.metric_ci("r-a", "category", seed=4) == ci
-    assert first.compare("r-a", "r-c", seed=5) != compare  # the seed matters
+    assert first.metric_ci("r-a", "category", seed=5) != ci  # the seed matters

@@ -21,6 +21,7 @@ from raglake.metrics.registry import all_metrics, get_metric, register
 from raglake.pipeline.embedding import EmbeddingInputs, prepare_embeddings, reference_idf
 from raglake.pipeline.scoring import score_batch, score_context
 from raglake.schemas import Capture, GoldenCase
+from raglake.text.sentences import split_sentences
 
 TABLE_METRICS = [m for m in all_metrics(level="case") if m.texts]
 EMBEDDING_FAMILY = [m for m in all_metrics(level="case") if m.family == "embedding"]
@@ -147,18 +148,12 @@ def test_the_stage_encodes_the_union_of_the_selected_metrics_only() -> None:
     assert encoded("answer_relevance_emb") == questions | answers
     assert encoded("context_relevance", "semantic_similarity") == questions | chunks | answers | references
     assert "Beyond the cut-off." not in encoded("context_relevance")  # rank 6 is outside the top 5
-    # every metric: what a run encoded before texts were declared (no context sentences are read yet)
-    everything = {
-        t for c, x in PAIRS for t in case_texts(c, x, CONFIG.k, [k for k in TEXT_KINDS if k != "context_sentences"])
-    }
+    # every metric: every kind of text (answer_hallucination reads the top-K chunks' sentences)
+    everything = {t for c, x in PAIRS for t in case_texts(c, x, CONFIG.k, list(TEXT_KINDS))}
     assert encoded(*(m.name for m in TABLE_METRICS)) == everything
-    assert text_kinds(EMBEDDING_FAMILY) == (
-        "question",
-        "answer",
-        "answer_sentences",
-        "reference_answer",
-        "top_k_contexts",
-    )
+    assert text_kinds(EMBEDDING_FAMILY) == tuple(TEXT_KINDS)
+    sentences = {s for _, x in live for t in x.top_k(CONFIG.k) for s in split_sentences(t.text)}
+    assert encoded("answer_hallucination") == sentences | {s for a in answers for s in split_sentences(a)}
     # a retrieval metric or BERTScore alone reads no table at all
     assert collect_texts(PAIRS, CONFIG.k, [get_metric("recall_any_at_k"), get_metric("bert_score_f1")]) == []
 

@@ -100,7 +100,7 @@ def _scores(con, run_id: str) -> dict[tuple[str, str], tuple]:
     rows = fetch(
         con,
         "SELECT case_id, metric, value, status, reason, embedder FROM scores "
-        "WHERE run_id = $r AND metric IN (SELECT metric FROM metrics WHERE family = 'embedding')",
+        "WHERE run_id = $r AND metric IN (SELECT metric FROM metric_registry WHERE family = 'embedding')",
         r=run_id,
     )
     return {(r[0], r[1]): r[2:] for r in rows}

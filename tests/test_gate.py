@@ -1,7 +1,9 @@
 """`raglake gate`: a deliberately worse capture set (the gold chunks of every other answerable case
 moved out of reach) fails against its baseline, exit 1 with the failing rows; the same captures pass;
-a tolerance above the drop passes; a drop the bootstrap CI cannot tell from zero passes; `--baseline
-latest` is the previous run of the same target and golden set; bad rules files exit 2 naming the file."""
+a tolerance above the drop passes; a drop the interval cannot tell from zero passes; a drop real on its
+own slice's interval but not once the false discovery rate is controlled across the checks passes
+(and fails with `fdr: off`); `--baseline latest` is the previous run of the same target and golden set;
+bad rules files exit 2 naming the file."""
 
 from __future__ import annotations
 
@@ -61,7 +63,8 @@ def lake(tmp_path_factory) -> str:
         if next(g for g in golden_cases() if g["id"] == c["case_id"]).get("answerable", True)
     ]
     bad = write(tmp / "worse.jsonl", damaged(captures, set(answerable[1::2])))
-    one = write(tmp / "one_worse.jsonl", damaged(captures, {first_hit(captures)}))
+    one = write(tmp / "one_worse.jsonl", damaged(captures, set(first_hits(captures, 1))))
+    four = write(tmp / "four_worse.jsonl", damaged(captures, set(first_hits(captures, 4))))
     targets = {
         "r-good": f"replay:{CAPTURES}",
         "r-basic": f"replay:{ROOT / 'data' / 'captures' / 'basic_search.jsonl'}",
@@ -71,6 +74,7 @@ def lake(tmp_path_factory) -> str:
     for run_id, minutes in RUNS.items():
         land(lake, str(GOLDEN), targets[run_id], run_id, minutes=minutes, metrics=METRICS)
     land(lake, str(GOLDEN), one, "r-one-worse", minutes=30, metrics=METRICS)
+    land(lake, str(GOLDEN), four, "r-four-worse", minutes=40, metrics=METRICS)
     return lake
 
 
@@ -78,12 +82,12 @@ def golden_cases() -> list[dict]:
     return [json.loads(line) for line in GOLDEN.read_text().splitlines() if line.strip()]
 
 
-def first_hit(captures: list[dict]) -> str:
-    """An answerable case whose first retrieved chunk is a gold support (recall 1 at rank 1)."""
+def first_hits(captures: list[dict], n: int) -> list[str]:
+    """The first n answerable cases whose first retrieved chunk is a gold support (recall 1 at rank 1)."""
     gold = {g["id"]: {s["rel_path"] for s in g.get("gold_supports", [])} for g in golden_cases()}
-    return next(
-        c["case_id"] for c in captures if c["retrieved"] and c["retrieved"][0]["rel_path"] in gold[c["case_id"]]
-    )
+    hits = [c["case_id"] for c in captures if c["retrieved"] and c["retrieved"][0]["rel_path"] in gold[c["case_id"]]]
+    assert len(hits) >= n
+    return hits[:n]
 
 
 def gate(lake: str, *args: object):
@@ -124,7 +128,11 @@ def test_a_worse_capture_set_fails_the_gate_and_prints_the_failing_rows(lake):
     checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-bad", load_rules(RULES))
     assert f"{len(checked)} checks, {len(failing)} failing" in out
     assert {r["metric"] for r in failing} == RETRIEVAL
-    assert all(r["drop"] > r["max_drop"] and r["ci_high"] < 0 for r in failing)
+    assert all(r["drop"] > r["max_drop"] and r["ci_high"] < 0 and r["q_value"] <= 0.05 for r in failing)
+    assert "Benjamini-Hochberg at a false discovery rate of 0.05 across the" in out
+    # the family of the FDR control is the gate's own checks, not every row of the comparison
+    assert all(r["tested"] and r["n_tests"] == len(checked) for r in checked)
+    assert len(checked) < sum(r["tested"] for r in open_lake(lake).compare("r-good", "r-bad"))
     [recall] = [r for r in failing if (r["metric"], r["dimension"]) == ("recall_any_at_k", "all")]
     expected = mean(lake, "r-good", "recall_any_at_k") - mean(lake, "r-bad", "recall_any_at_k")
     assert recall["drop"] == pytest.approx(expected) and expected > 0.3
@@ -177,13 +185,36 @@ def test_a_tolerance_larger_than_the_drop_passes(lake, tmp_path):
 
 
 def test_a_drop_the_ci_cannot_tell_from_zero_passes(lake):
-    """One case worse: recall falls by 1/n, more than the rule's 0.0, but the bootstrap CI reaches zero."""
+    """One case worse: recall falls by 1/n, more than the rule's 0.0, but the interval reaches over zero
+    (McNemar on one discordant pair: z = 1, p = 0.32)."""
     checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-one-worse", load_rules(RULES))
     [recall] = [r for r in checked if (r["metric"], r["dimension"]) == ("recall_any_at_k", "all")]
-    assert recall["drop"] > recall["max_drop"] == 0.0 and recall["ci_high"] == 0.0
+    assert recall["drop"] > recall["max_drop"] == 0.0 and recall["ci_low"] < 0 < recall["ci_high"]
+    assert recall["p_value"] == pytest.approx(0.3173, abs=1e-4) and not recall["regression_raw"]
     assert not failing
     result = gate(lake, "--baseline", "r-good", "--candidate", "r-one-worse", "--rules", RULES)
     assert result.exit_code == 0, result.output
+
+
+def test_a_drop_real_only_uncorrected_fails_only_with_fdr_off(lake, tmp_path):
+    """Four cases worse: recall's own 95% interval excludes zero (McNemar: 4 of 4 discordant pairs
+    worse, z = 2, p = 0.046), but Benjamini-Hochberg across the gate's checks does not retain it; the
+    rules' `fdr: off` goes back to the per-slice verdict and fails."""
+    checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-four-worse", load_rules(RULES))
+    [recall] = [r for r in checked if (r["metric"], r["dimension"]) == ("recall_any_at_k", "all")]
+    assert recall["p_value"] == pytest.approx(0.0455, abs=1e-4) and recall["regression_raw"]
+    assert recall["q_value"] > 0.05 and not recall["regression"] and not failing
+    result = gate(lake, "--baseline", "r-good", "--candidate", "r-four-worse", "--rules", RULES)
+    assert result.exit_code == 0 and "0 failing: pass" in result.output, result.output
+
+    uncorrected = tmp_path / "uncorrected.yaml"
+    uncorrected.write_text(RULES.read_text().replace("\nfdr: 0.05 ", "\nfdr: off  "))
+    assert load_rules(uncorrected).fdr is None
+    checked, failing = evaluate_gate(open_lake(lake), "r-good", "r-four-worse", load_rules(uncorrected))
+    assert ("recall_any_at_k", "all") in {(r["metric"], r["dimension"]) for r in failing}
+    assert all(r["regression_raw"] and r["regression"] for r in failing)
+    result = gate(lake, "--baseline", "r-good", "--candidate", "r-four-worse", "--rules", uncorrected)
+    assert result.exit_code == 1 and "own 95% interval (fdr: off, uncorrected)" in result.output, result.output
 
 
 BAD_RULES = [
@@ -198,6 +229,12 @@ BAD_RULES = [
     ("negative", "rules:\n  - metric: mrr_at_k\n    max_drop: -0.1\n", "max_drop"),
     ("unknown_key", "rules:\n  - metric: mrr_at_k\n    max_dorp: 0.1\n", "max_dorp"),
     ("no_rules", "defaults:\n  max_drop: 0.1\n", "rules"),
+    (
+        "fdr_level",
+        "fdr: 1.5\nrules:\n  - metric: mrr_at_k\n",
+        ":1: field 'fdr': FDR level 1.5: give a number between 0 and 1",
+    ),
+    ("fdr_word", "fdr: maybe\nrules:\n  - metric: mrr_at_k\n", "'maybe': give a number between 0 and 1"),
     ("not_mapping", "- mrr_at_k\n", "expected a mapping with `rules:`"),
 ]
 

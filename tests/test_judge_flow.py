@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from raglake.judge.config import load_prices
@@ -200,10 +201,45 @@ def test_run_metrics_judge_cost_and_calls(judged):
 
 def test_run_metrics_spot_check(judged):
     figures = run_metrics(judged.lake, judged.first)
-    pairs = 2 * len(SPOT_STEPS)  # 2 spot cases × the steps the spot-check repeats
-    assert figures["spot_check_n"] == (pairs, 2)
+    pairs = 2 * len(SPOT_STEPS)  # 2 spot questions × the steps the spot-check repeats
+    assert figures["spot_check_n"] == (2, 2)  # questions judged twice, not pairs
     # groundedness 4 vs 1 disagrees (> 1 point) in both spot cases; correctness and factual_accuracy agree
-    assert figures["judge_disagreement_rate"][0] == pytest.approx(2 / pairs)
+    assert figures["judge_disagreement_rate"] == (pytest.approx(2 / pairs), pairs)
+
+
+def test_the_ledger_keeps_what_served_each_call(judged):
+    rows = fetch(
+        connect(Lake(judged.lake)),
+        "SELECT model, reply_model, system_fingerprint FROM judge_calls WHERE run_id = $r",
+        r=judged.first,
+    )
+    assert rows and all(reply == model and fp is None for model, reply, fp in rows)  # the fake names no fingerprint
+
+
+def test_judge_latency_per_prompt_and_price_flag_are_run_figures(judged):
+    con = connect(Lake(judged.lake))
+    rows = fetch(
+        con,
+        "SELECT metric, stage, value, n FROM run_metrics WHERE run_id = $r AND metric LIKE 'latency_p%'",
+        r=judged.first,
+    )
+    latency = {(m, stage): (v, n) for m, stage, v, n in rows}
+    query = "SELECT latency_ms FROM judge_calls WHERE run_id = $r AND prompt_id = $p AND model = $m"
+    for prompt in PROMPTS:  # every prompt the run called, from the ledger's latencies
+        calls = [ms for (ms,) in fetch(con, query, r=judged.first, p=prompt, m=MAIN)]
+        p50, n = latency["latency_p50_ms", f"judge:{prompt}"]
+        assert n == len(calls) == N_CASES
+        assert p50 == pytest.approx(float(np.percentile(calls, 50)))
+        assert latency["latency_p95_ms", f"judge:{prompt}"][0] == pytest.approx(float(np.percentile(calls, 95)))
+    for step in SPOT_STEPS:  # the spot-check's calls apart from the judge's
+        assert latency["latency_p50_ms", f"spot_check:{step}"][1] == 2
+    # the spot-check model has no price: the cost leaves its calls out and says so
+    figures = run_metrics(judged.lake, judged.first)
+    assert figures["judge_price_known"] == (0.0, judged.requests_first)
+    shown = open_lake(judged.lake).figures([judged.first])  # sql/run_figures.sql
+    cost = next(f for f in shown if f["metric"] == "judge_cost_usd")
+    assert cost["price_known"] is False and cost["value"] > 0
+    assert all(f["price_known"] is None for f in shown if f["metric"] != "judge_cost_usd")
 
 
 def test_rerun_makes_zero_calls_and_gives_identical_judge_scores(judged):

@@ -1,9 +1,12 @@
 """Judge prompts are files: every bundled one loads and matches its file; rendering fails on a missing
 variable; a bad prompt file (undeclared placeholder, bad output schema, id not matching the file name,
-unknown key) fails with file, line and field; the prompt lock catches an edit without a version bump."""
+unknown key) fails with file, line and field; the prompt lock holds each file's content hash with its
+version (variants included) and the code-side rendering, and catches an edit of either without a
+version bump."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,11 +14,14 @@ import pytest
 from raglake.errors import ConfigError, InputError
 from raglake.judge.prompts import (
     LOCK_COMMAND,
+    RENDERING,
     get_prompt,
+    get_variant,
     load_prompt_file,
     load_prompts,
     lock_problems,
     main,
+    rendering_hash,
     write_lock,
 )
 
@@ -131,3 +137,79 @@ def test_a_stale_lock_names_added_and_removed_prompts(tmp_path, capsys):
     assert "'added'" in problems[0] and "not in the lock" in problems[0] and "'removed'" in problems[1]
     assert main([]) == 0 and "matches every prompt file" in capsys.readouterr().out  # the bundled prompts
     assert main(["--bogus"]) == 2
+
+
+# ---- what the lock covers: every file's bytes with its version, the variants, and the rendering ---------
+
+
+def _variant(folder: Path, name: str, *, user: str = "Answer, in other words: {{answer}}") -> Path:
+    (folder / "variants").mkdir(exist_ok=True)
+    path = folder / "variants" / f"{name}.yaml"
+    path.write_text(PROMPT.format(id=name, user=user, type="object") + "variant: b\n")
+    return path
+
+
+def test_the_lock_holds_each_files_hash_and_version_the_variants_and_the_rendering(tmp_path):
+    _write(tmp_path, "main"), _variant(tmp_path, "main")
+    entries = write_lock(tmp_path, tmp_path / "prompts.lock")
+    assert set(entries) == {"main", "variants/main", RENDERING}
+    assert entries["main"]["version"] == 1 and len(entries["main"]["sha256"]) == 64
+    assert entries[RENDERING] == {"sha256": rendering_hash()}
+
+
+def test_a_variant_edited_without_a_version_bump_fails_the_lock(tmp_path):
+    lock = tmp_path / "prompts.lock"
+    _write(tmp_path, "main")
+    path = _variant(tmp_path, "main")
+    write_lock(tmp_path, lock)
+    path.write_text(path.read_text().replace("You judge.", "You judge gently."))
+    (problem,) = lock_problems(tmp_path, lock)
+    assert "'variants/main'" in problem and "bump its version" in problem
+
+
+def test_a_rendering_change_without_bumping_every_prompt_fails_the_lock(tmp_path, monkeypatch):
+    """DATA_RULE and the data fence come from code, not from the prompt files: changing them changes what
+    every judge sees, so every prompt's version must move."""
+    import raglake.judge.prompts as prompts
+
+    lock = tmp_path / "prompts.lock"
+    first, second = _write(tmp_path, "first"), _write(tmp_path, "second")
+    write_lock(tmp_path, lock)
+    monkeypatch.setattr(prompts, "DATA_RULE", prompts.DATA_RULE + " Be brief.")
+    assert rendering_hash() != json.loads(lock.read_text())[RENDERING]["sha256"]
+    (problem,) = lock_problems(tmp_path, lock)
+    assert "rendering" in problem and "first, second" in problem and LOCK_COMMAND in problem
+    first.write_text(first.read_text().replace("version: 1", "version: 2"))
+    second.write_text(second.read_text().replace("version: 1", "version: 2"))
+    assert all("stale" in p for p in lock_problems(tmp_path, lock))  # bumped: only the re-lock is missing
+    write_lock(tmp_path, lock)
+    assert lock_problems(tmp_path, lock) == []
+
+
+def test_a_variant_must_say_so_and_a_main_prompt_must_not(tmp_path):
+    path = _variant(tmp_path, "bare")
+    path.write_text(path.read_text().replace("variant: b\n", ""))
+    with pytest.raises(InputError) as e:
+        load_prompt_file(path)
+    assert e.value.field == "variant"
+    main = _write(tmp_path, "main")
+    main.write_text(main.read_text() + "variant: b\n")
+    with pytest.raises(InputError) as e:
+        load_prompt_file(main)
+    assert e.value.field == "variant" and e.value.line == 14
+
+
+def test_a_variant_must_keep_the_variables_and_the_output_schema(tmp_path):
+    kept, changed, alone = (tmp_path / name for name in ("kept", "changed", "alone"))  # loads are cached per folder
+    for folder in (kept, changed, alone):
+        folder.mkdir()
+        _write(folder, "p")
+    _variant(kept, "p")
+    assert get_variant("p", kept).key == "p~b"
+    path = _variant(changed, "p")
+    path.write_text(path.read_text().replace("score: {type: integer}", "grade: {type: string}"))
+    with pytest.raises(InputError) as e:
+        get_variant("p", changed)
+    assert e.value.field == "output_schema" and e.value.path == str(path)
+    with pytest.raises(ConfigError, match="no variant wording"):
+        get_variant("p", alone)

@@ -43,7 +43,10 @@ def test_layout_is_hive_partitioned_with_one_file_per_table(lake_dir: str) -> No
             "runs/run_date=2026-01-01/r-one.parquet",
             next(f for f in files if f.startswith("scores/run_id=r-one/s-")),
         ]
+        + [f for f in files if f.startswith(("sentence_scores/run_id=r-one/s-", "metrics/run_id=r-one/s-"))]
     )
+    scoring = next(f for f in files if f.startswith("scores/")).rsplit("/", 1)[1]
+    assert f"metrics/run_id=r-one/{scoring}" in files  # what the metrics meant, landed with the scoring
     for f in files:
         table = pq.read_table(Path(lake_dir) / f)
         assert table.schema == TABLES[f.split("/")[0]].schema  # partition column only in the path
@@ -52,7 +55,7 @@ def test_layout_is_hive_partitioned_with_one_file_per_table(lake_dir: str) -> No
 def test_every_case_metric_has_a_row_per_case(lake_dir: str) -> None:
     land(lake_dir, GOLDEN, TARGET, "r-one")
     con = connect_lake(lake_dir)
-    n_metrics = scalar(con, "SELECT count(*) FROM metrics WHERE level = 'case'")
+    n_metrics = scalar(con, "SELECT count(*) FROM metric_registry WHERE level = 'case'")
     assert scalar(con, "SELECT count(*) FROM scores") == 4 * n_metrics
     # failed capture: every metric undefined with reason capture_failed, value NaN. (NaN is checked in
     # Arrow: DuckDB 2.0 prunes parquet row groups wrongly for isnan() filters, so SQL filters on status.)

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LINT = [sys.executable, str(ROOT / "tools" / "lint_imports.py")]
 # deferred on purpose, not to dodge a cycle: the read-only commands must not load Prefect (issue 10)
-ALLOWED_DEFERRED = {("raglake/cli/jobs.py", "raglake.cli.flowrun")}
+ALLOWED_DEFERRED = {("raglake/cli/jobs.py", "raglake.cli.flowrun"), ("raglake/cli/metaeval.py", "raglake.cli.flowrun")}
 
 
 def _lint(*plants: str) -> subprocess.CompletedProcess[str]:

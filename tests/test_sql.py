@@ -1,5 +1,5 @@
-"""The SQL files over a lake of hand-made runs: views, breakdowns, the paired bootstrap comparison
-(checked against an independent numpy bootstrap) and trends."""
+"""The SQL files over a lake of hand-made runs: views, breakdowns, the paired comparison (checked
+against an independent numpy computation), metric_ci's bootstrap (against numpy's) and trends."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_breakdown_by_target_over_several_runs(lake) -> None:
 
 def test_compare_flags_a_real_regression_and_its_slices(lake) -> None:
     q, hits = lake
-    rows = q.compare("r-good", "r-bad", n_boot=1000, seed=1)
+    rows = q.compare("r-good", "r-bad")
     overall = _row(rows, metric="recall_any_at_k", dimension="all", slice="all")
     assert overall["n_pairs"] == N and math.isclose(overall["diff"], 12 / N - 1.0)
     assert overall["regression"] and not overall["improvement"] and overall["ci_high"] < 0
@@ -124,31 +124,33 @@ def test_compare_identical_runs_shows_no_change(lake) -> None:
     assert overall["ci_low"] == 0 and overall["ci_high"] == 0
 
 
-def test_bootstrap_interval_agrees_with_numpy_and_is_reproducible(lake) -> None:
+def test_compare_interval_agrees_with_numpy_and_is_reproducible(lake) -> None:
+    """The paired sign-flip test (z = Σd/√Σd²) and the interval inverting it, m ± c·s/√(n - c²),
+    recomputed with numpy on the slice's differences."""
     q, hits = lake
-    rows = q.compare("r-good", "r-noisy", n_boot=2000, seed=3)
+    rows = q.compare("r-good", "r-noisy")
     row = _row(rows, metric="mrr_at_k", dimension="all", slice="all")
     rr = lambda r: 1 / r if r else 0.0  # noqa: E731
     d = np.array([rr(hits["r-noisy"][i]) - rr(hits["r-good"][i]) for i in range(N)])
     assert math.isclose(row["diff"], d.mean())
-    rng = np.random.default_rng(0)
-    means = d[rng.integers(0, N, size=(20000, N))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    assert abs(row["ci_low"] - low) < 0.03 and abs(row["ci_high"] - high) < 0.03
-    again = _row(q.compare("r-good", "r-noisy", n_boot=2000, seed=3), metric="mrr_at_k", dimension="all", slice="all")
-    assert (again["ci_low"], again["ci_high"]) == (row["ci_low"], row["ci_high"])
+    c = 1.959963984540054
+    half = c * d.std() / math.sqrt(N - c * c)
+    assert math.isclose(row["ci_low"], d.mean() - half) and math.isclose(row["ci_high"], d.mean() + half)
+    assert math.isclose(row["p_value"], math.erfc(abs(d.sum()) / math.sqrt((d * d).sum()) / math.sqrt(2)))
+    again = _row(q.compare("r-good", "r-noisy"), metric="mrr_at_k", dimension="all", slice="all")
+    assert again == row
 
 
 def test_bootstrap_resamples_are_independent_in_small_slices(lake) -> None:
-    """In an 8-case slice the interval must match numpy's: resample indexes that repeat across
-    replicates (a weak hash) would make it far too narrow."""
+    """In an 8-case slice metric_ci's interval must match numpy's bootstrap: resample indexes that
+    repeat across replicates (a weak hash) would make it far too narrow."""
     q, hits = lake
-    rows = q.compare("r-good", "r-noisy", n_boot=4000, seed=5)
+    rows = q.metric_ci("r-noisy", "vault", n_boot=4000, seed=5)
     row = _row(rows, metric="mrr_at_k", dimension="vault", slice="personal")
     ids = range(32, N)
     rr = lambda r: 1 / r if r else 0.0  # noqa: E731
-    d = np.array([rr(hits["r-noisy"][i]) - rr(hits["r-good"][i]) for i in ids])
-    assert row["n_pairs"] == len(d) == 8 and d.std() > 0
+    d = np.array([rr(hits["r-noisy"][i]) for i in ids])
+    assert row["n"] == len(d) == 8 and d.std() > 0
     means = d[np.random.default_rng(1).integers(0, len(d), size=(40000, len(d)))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     width = high - low
@@ -170,17 +172,13 @@ def _seeded_interval(q: LakeQueries, values: np.ndarray, n_boot: int, seed: int,
     return np.quantile(means, [alpha / 2, 1 - alpha / 2])
 
 
-def test_both_intervals_are_the_seeded_draws_applied_to_the_slice(lake) -> None:
-    """compare_runs and metric_ci resample the same seeded draws: pinned to 1e-12 by a numpy bootstrap
-    over the very draws the SQL makes (so the shared macro cannot change an interval)."""
+def test_metric_ci_is_the_seeded_draws_applied_to_the_slice(lake) -> None:
+    """metric_ci resamples the seeded draws: pinned to 1e-12 by a numpy bootstrap over the very draws
+    the SQL makes (so the macro cannot change an interval)."""
     q, hits = lake
     rr = lambda r: 1 / r if r else 0.0  # noqa: E731
-    paired = q.compare("r-good", "r-noisy", n_boot=300, seed=11, alpha=0.1)
     one_run = q.metric_ci("r-noisy", "vault", n_boot=300, seed=11, alpha=0.1)
     for vault, ids in (("work", range(32)), ("personal", range(32, N))):
-        d = np.array([rr(hits["r-noisy"][i]) - rr(hits["r-good"][i]) for i in ids])
-        row = _row(paired, metric="mrr_at_k", dimension="vault", slice=vault)
-        assert np.allclose([row["ci_low"], row["ci_high"]], _seeded_interval(q, d, 300, 11, 0.1), rtol=0, atol=1e-12)
         v = np.array([rr(hits["r-noisy"][i]) for i in ids])
         row = _row(one_run, metric="mrr_at_k", slice=vault)
         assert row["ci_low"] < row["mean"] < row["ci_high"]
@@ -190,9 +188,9 @@ def test_both_intervals_are_the_seeded_draws_applied_to_the_slice(lake) -> None:
 def test_min_pairs_keeps_tiny_slices_unflagged(lake) -> None:
     q, _ = lake
     rows = run_query(
-        q.con, "compare_runs", run_a="r-good", run_b="r-bad", n_boot=200, seed=0, alpha=0.05, min_pairs=1000
+        q.con, "compare_runs", run_a="r-good", run_b="r-bad", alpha=0.05, min_pairs=1000, fdr=0.05, tests=None
     ).to_pylist()
-    assert rows and not any(r["regression"] for r in rows)
+    assert rows and not any(r["regression"] or r["regression_raw"] or r["tested"] for r in rows)
 
 
 def test_trend_orders_runs_by_time(lake) -> None:
@@ -240,7 +238,7 @@ def test_scores_latest_keeps_the_newest_scoring(tmp_path: Path) -> None:
         "scoring_id": ["s-new"],
         "scored_at": [later],
     }
-    unset = ("label_source", "embedder", "judge_model", "prompt_id", "prompt_version", "judge_call")
+    unset = ("label_source", "embedder", "judge_model", "prompt_id", "prompt_version", "judge_call", "is_latest")
     Lake(lake_dir).write("scores", "r-m", to_arrow(TABLES["scores"], cols, optional=unset), "s-new")
     q = open_lake(lake_dir)
     latest = fetch(q.con, "SELECT value, metric_version FROM scores_latest WHERE case_id='c1' AND metric='mrr_at_k'")

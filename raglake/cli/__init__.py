@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 
+import typer.rich_utils
+
 from raglake import prefect_settings
-from raglake.cli import jobs, queries, render, report, tools  # noqa: F401  (importing registers the commands)
+from raglake.cli import jobs, metaeval, queries, render, report, tools  # noqa: F401  (importing registers the commands)
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
 from raglake.embed.encoders import ENCODERS
 from raglake.errors import RaglakeError
@@ -15,6 +17,8 @@ from raglake.pipeline.judging import JUDGE_RUNS
 def main() -> None:
     # before anything can import Prefect (it reads its settings once, on import); see raglake.prefect_settings
     prefect_settings.apply()
+    if typer.rich_utils.MAX_WIDTH is None:  # $TERMINAL_WIDTH, typer's own knob, wins
+        typer.rich_utils.MAX_WIDTH = render.output_width()  # piped --help: full option names
     try:
         app()
     except RaglakeError as e:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from raglake.analysis import LakeQueries
+from raglake.analysis import DEFAULT_FDR, LakeQueries, verdict_summary
 from raglake.cli import interrupt, render
 from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
 from raglake.metrics.registry import all_metrics
@@ -70,11 +70,15 @@ NO_JUDGE_HINT = (
 
 
 def print_run_summary(q: LakeQueries, run_id: str) -> None:
+    """The metrics with values as a table, then one line per group of metrics without any (family,
+    status and reason: "18 judge metrics skipped: no judge configured"), then the run-level figures."""
     rows = registry_order([r for r in q.breakdown([run_id], "all") if r["n_rows"]])
     render.console.print(render.summary_table(rows, f"run {run_id} · {q.target_name(run_id)}"))
+    for line in render.unscored_lines(rows):
+        render.console.print(line, highlight=False)
     no_judge = sum(r["n_skipped"] for r in rows if r["family"] == "judge" and r["main_reason"] == "no_judge")
     if no_judge:
-        render.console.print(NO_JUDGE_HINT.format(n=no_judge))
+        render.console.print(NO_JUDGE_HINT.format(n=no_judge), style="dim", highlight=False)
     budget = sum(r["n_skipped"] for r in rows if r["main_reason"] == "budget")
     if budget:
         render.console.print(f"[yellow]{budget} judge metric value(s) were skipped: the judge budget ran out.[/]")
@@ -90,10 +94,11 @@ def print_comparison(
     *,
     by: str = "all",
     only_changes: bool = False,
-    n_boot: int = 1000,
-    seed: int = 0,
+    fdr: float | None = DEFAULT_FDR,
 ) -> list[dict]:
-    rows = registry_order(q.compare(run_a, run_b, n_boot=n_boot, seed=seed))
+    """Run B against run A: the rows of `by` (all of them with --changes: those the verdicts flag),
+    how many tests were made and, by default, the slices whose difference is real."""
+    rows = registry_order(q.compare(run_a, run_b, fdr=fdr))
     name_a, name_b = q.target_name(run_a), q.target_name(run_b)
     versions = q.index_versions([run_a, run_b])
     if versions.get(run_a) != versions.get(run_b) and any(versions.values()):
@@ -108,10 +113,12 @@ def print_comparison(
     ]
     title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
     render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
+    render.console.print(verdict_summary(rows, fdr), highlight=False)
     flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
     if by == "all" and flagged:
         flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"])))
-        title = f"slices where the difference is real (95% CI excludes 0): {len(flagged)}"
+        rule = "uncorrected 95% CI excludes 0" if fdr is None else f"Benjamini-Hochberg, FDR {fdr:g}"
+        title = f"slices where the difference is real ({rule}): {len(flagged)}"
         if len(flagged) > MAX_SLICE_ROWS:
             title += f", the {MAX_SLICE_ROWS} largest shown (all: raglake compare {run_a} {run_b} --by any --changes)"
         render.console.print(render.comparison_table(flagged[:MAX_SLICE_ROWS], f"A: {name_a}", f"B: {name_b}", title))

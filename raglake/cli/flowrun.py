@@ -12,9 +12,11 @@ from raglake.cli import interrupt, render
 from raglake.cli.common import judge_endpoint
 from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate
+from raglake.flows.metaeval import metaeval
 from raglake.flows.rescore import rescore
 from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
+from raglake.metaeval.plan import MetaevalSettings
 from raglake.pipeline.plan import CHECKED
 from raglake.pipeline.settings import RescoreSettings, RunSettings
 
@@ -63,3 +65,12 @@ def rescore_runs(settings: RescoreSettings, *, quiet: bool) -> dict:
         runtime.start_api()
         with progress.reporting(render.console, not quiet):
             return interrupt.run_in_worker(rescore, settings)
+
+
+def run_metaeval(settings: MetaevalSettings, *, quiet: bool) -> str:
+    """Run the `metaeval` flow (starting the local judge when asked for); returns the meta-evaluation's id."""
+    note = "meta-evaluation stopped: nothing of it was landed; the same command runs it again (encodings are cached)"
+    with interrupt.stoppable(lambda: note), interrupt.cleanup(runtime.stop_api):
+        runtime.start_api()
+        with judge_endpoint(settings.judge) as judge, progress.reporting(render.console, not quiet):
+            return interrupt.run_in_worker(metaeval, settings.model_copy(update={"judge": judge}))

@@ -22,7 +22,7 @@ from raglake.cli.common import (
 )
 from raglake.embed.encoders import text_encoder
 from raglake.errors import ConfigError
-from raglake.gate import evaluate_gate, load_rules
+from raglake.gate import evaluate_gate, failing_rows, gate_verdicts, load_rules
 from raglake.metrics.registry import get_metric, select_metrics
 from raglake.pipeline.embedding import needs_embedder
 from raglake.pipeline.lakes import open_lake
@@ -51,7 +51,7 @@ def run(
     embedder: opt.Embedder = None,
     device: opt.Device = "auto",
     theta_s: opt.ThetaS = 0.5,
-    theta_h: opt.ThetaH = 0.4,
+    theta_h: opt.ThetaH = 0.7,
     bertscore_layer: opt.BertscoreLayer = None,
     bertscore_idf: opt.BertscoreIdf = False,
     judge: opt.Judge = None,
@@ -66,6 +66,7 @@ def run(
     judge_max_cost: opt.JudgeMaxCost = None,
     spot_check_model: opt.SpotCheckModel = None,
     spot_check_base_url: opt.SpotCheckBaseUrl = None,
+    spot_check_variant: opt.SpotCheckVariant = False,
     spot_check_share: opt.SpotCheckShare = 0.1,
     spot_check_min: opt.SpotCheckMin = 10,
     runner: opt.Runner = "thread",
@@ -94,7 +95,7 @@ def run_options(p: dict) -> dict:
         golden=str(p["golden"] or SAMPLE_GOLDEN),
         labels=str(p["labels"]) if p["labels"] else None,
         metrics=split_option(p["metrics"]) or None,
-        spot_check=spot if p["spot_check_model"] else None,
+        spot_check=spot if p["spot_check_model"] or p["spot_check_variant"] else None,
         judge=_judge_values(p["judge"], p["judge_base_url"], p["judge_model"], limits),
         scoring={name: p[name] for name in SCORING_OPTIONS},
     )
@@ -103,7 +104,7 @@ def run_options(p: dict) -> dict:
 # `raglake run` options that are RunSettings fields as they are, and those of its nested models
 PLAIN_OPTIONS = ("lake", "k", "require_snippets", "batch_size", "results", "embedder", "device", "runner", "run_id")
 SCORING_OPTIONS = ("theta_s", "theta_h", "bertscore_layer", "bertscore_idf")
-SPOT_CHECK = {"model": "model", "base_url": "base_url", "share": "share", "minimum": "min"}
+SPOT_CHECK = {"model": "model", "base_url": "base_url", "variant": "variant", "share": "share", "minimum": "min"}
 JUDGE_LIMITS = {
     "api_key_env": "judge_api_key_env",
     "concurrency": "judge_concurrency",
@@ -170,17 +171,17 @@ def rescore(
         Optional[str], typer.Option(help="Judge for judge metrics (without one they are kept).")
     ] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="Judge model.")] = None,
-    judge_api_key_env: Annotated[
-        str, typer.Option(help="Environment variable holding the judge's API key.")
-    ] = "OPENAI_API_KEY",
+    judge_api_key_env: opt.JudgeApiKeyEnv = "OPENAI_API_KEY",
     judge_max_calls: Annotated[Optional[int], typer.Option(help="Budget in judge calls.")] = None,
     judge_max_cost: Annotated[Optional[float], typer.Option(help="Budget in US dollars.")] = None,
     lake: LakeOpt = None,
     runner: Annotated[str, typer.Option(help="Where scoring batches run: thread, or dask[:ADDRESS].")] = "thread",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    verbose: opt.Verbose = False,
 ) -> None:
     """Re-score stored runs with the current registry, without calling the target: unchanged work is
     kept (a cache hit), changed metrics get new rows under a new scoring id."""
+    prefect_settings.apply(verbose=verbose)
     try:
         start = dt.date.fromisoformat(since) if since else None
         end = dt.date.fromisoformat(until) if until else None
@@ -261,41 +262,41 @@ def gate(
             "--baseline", help="Baseline run, or 'latest': the previous run of the candidate's target and golden set."
         ),
     ] = "latest",
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+    allow_missing_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing-baseline",
+            help="With --baseline latest: pass (exit 0, saying so) when the candidate is its target's first "
+            "committed run on this golden set, instead of failing with exit 2 (a CI job's first run).",
+        ),
+    ] = False,
     lake: LakeOpt = None,
 ) -> None:
-    """Fail (exit 1) when a gated metric drops on a slice by more than its rule allows and the paired
-    bootstrap CI excludes zero; print the failing rows."""
+    """Fail (exit 1) when a gated metric drops on a slice by more than its rule allows and the drop is
+    real (Benjamini-Hochberg at the rules' `fdr` across the checks, or with `fdr: off` the slice's 95%
+    interval excludes zero); print the failing rows."""
     gate_rules = load_rules(rules)
     q = open_lake(lake)
     cand = q.run_ids([candidate])[0]
     if baseline == "latest":
         base = q.previous_run(cand)
+        if base is None and allow_missing_baseline:
+            render.console.print(
+                f"gate: {q.target_name(cand)} {cand} is the first committed run of its target on this golden set: "
+                f"no baseline to compare with, nothing checked: pass (--allow-missing-baseline)"
+            )
+            return
         if base is None:
-            raise ConfigError(f"run {cand} has no earlier run of the same target and golden set; give --baseline RUN")
+            raise ConfigError(
+                f"run {cand} has no earlier run of the same target and golden set; give --baseline RUN "
+                f"(or --allow-missing-baseline to pass a first run)"
+            )
     else:
         base = q.run_ids([baseline])[0]
-    checked, failing = evaluate_gate(q, base, cand, gate_rules, n_boot=n_boot)
+    checked, failing = evaluate_gate(q, base, cand, gate_rules)
+    render.console.print(gate_verdicts(gate_rules, len(checked)))
     title = f"gate: {q.target_name(cand)} {cand} against {base}: {len(checked)} checks, {len(failing)} failing"
     if failing:
-        shown = [
-            {
-                k: r[k]
-                for k in (
-                    "metric",
-                    "dimension",
-                    "slice",
-                    "n_pairs",
-                    "mean_a",
-                    "mean_b",
-                    "drop",
-                    "max_drop",
-                    "ci_low",
-                    "ci_high",
-                )
-            }
-            for r in failing
-        ]
-        render.console.print(render.rows_table(shown, title, 500))
+        render.console.print(render.gate_failing_table(failing_rows(failing), title))
         raise typer.Exit(code=1)
     render.console.print(f"{title}: pass")

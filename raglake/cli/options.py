@@ -37,7 +37,9 @@ Device = Annotated[
     ),
 ]
 ThetaS = Annotated[float, typer.Option(help="context_sufficiency threshold θs (cosine).")]
-ThetaH = Annotated[float, typer.Option(help="answer_hallucination threshold θh (cosine).")]
+ThetaH = Annotated[
+    float, typer.Option(help="answer_hallucination threshold θh: a sentence is unsupported when its support < θh.")
+]
 BertscoreLayer = Annotated[Optional[int], typer.Option(help="BERTScore hidden layer (default: the model's last).")]
 BertscoreIdf = Annotated[bool, typer.Option(help="Weight BERTScore tokens by idf over the run's references.")]
 Judge = Annotated[
@@ -60,6 +62,14 @@ JudgeMaxCalls = Annotated[
 JudgeMaxCost = Annotated[Optional[float], typer.Option(help="Budget: stop judging after this many US dollars.")]
 SpotCheckModel = Annotated[Optional[str], typer.Option(help="Second judge model for the reliability spot-check.")]
 SpotCheckBaseUrl = Annotated[Optional[str], typer.Option(help="Its base URL (default: the judge's).")]
+SpotCheckVariant = Annotated[
+    bool,
+    typer.Option(
+        "--spot-check-variant",
+        help="Spot-check by asking the prompts' variant wording (judge/prompts/variants), with the judge's model "
+        "unless --spot-check-model names another.",
+    ),
+]
 SpotCheckShare = Annotated[float, typer.Option(help="Share of cases judged again.")]
 SpotCheckMin = Annotated[int, typer.Option(help="At least this many cases judged again.")]
 Runner = Annotated[
@@ -75,5 +85,5 @@ Results = Annotated[
         help="Prefect's task-result store: a folder or an fsspec URL (default $RAGLAKE_RESULTS or <lake>/_results)."
     ),
 ]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's flow and task logs (and Dask's).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]

@@ -7,7 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from raglake.analysis import COMPARE_DIMENSIONS, DIMENSIONS, check_dimension, latest_per_target
+from raglake.analysis import (
+    COMPARE_DIMENSIONS,
+    DEFAULT_FDR,
+    DIMENSIONS,
+    check_dimension,
+    latest_per_target,
+    parse_fdr,
+)
 from raglake.cli import render
 from raglake.cli.common import (
     LakeOpt,
@@ -16,6 +23,7 @@ from raglake.cli.common import (
     print_comparison,
     split_option,
 )
+from raglake.lake.calls import drift_note, judge_drift
 from raglake.lake.query import run_sql
 from raglake.pipeline.lakes import open_lake
 
@@ -69,17 +77,29 @@ def compare(
     by: Annotated[
         str, typer.Option(help=f"Slice dimension to show: {', '.join(COMPARE_DIMENSIONS)} or 'any'.")
     ] = "all",
-    changes: Annotated[bool, typer.Option("--changes", help="Only rows where the CI excludes zero.")] = False,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    changes: Annotated[bool, typer.Option("--changes", help="Only the rows whose difference is real.")] = False,
+    fdr: Annotated[
+        str,
+        typer.Option(
+            "--fdr",
+            help=(
+                "False discovery rate of the verdicts (Benjamini-Hochberg across every metric × slice test), "
+                "or 'off' for each slice's own uncorrected 95% interval."
+            ),
+        ),
+    ] = str(DEFAULT_FDR),
     lake: LakeOpt = None,
 ) -> None:
-    """Run B against run A per metric and slice, with a paired bootstrap 95% CI."""
+    """Run B against run A per metric and slice: a paired test and 95% interval per slice, and verdicts
+    with the false discovery rate controlled across all of them."""
     if by != "any":
         check_dimension(by, COMPARE_DIMENSIONS)
+    level = parse_fdr(fdr)
     q = open_lake(lake)
     a, b = q.run_ids([run_a])[0], q.run_ids([run_b])[0]
-    print_comparison(q, a, b, by=by, only_changes=changes, n_boot=n_boot, seed=seed)
+    print_comparison(q, a, b, by=by, only_changes=changes, fdr=level)
+    for note in map(drift_note, judge_drift(q.con, [a, b])):  # the model behind a judge name changed
+        render.console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
 
 
 @app.command()
@@ -99,13 +119,26 @@ def health(
 
 @app.command()
 def coverage(
-    run: Annotated[str, typer.Option("--run", "-r", help="Run id, prefix or latest~N.")] = "latest",
+    run: Annotated[
+        Optional[str],
+        typer.Option(
+            "--run", "-r", help="Run id, prefix or latest~N. Default: the latest run that has an index manifest."
+        ),
+    ] = None,
     lake: LakeOpt = None,
 ) -> None:
     """The index manifest of a run: docs and chunks processed, skipped (with reasons), tokens per chunk."""
     q = open_lake(lake)
-    run_id = q.run_ids([run])[0]
+    run_id = q.run_ids([run or "latest"])[0]
     rows = q.coverage(run_id)
+    if not rows and run is None:  # a replay run has none: the latest run whose target exposes one
+        found = next(((r["run_id"], c) for r in q.runs() if (c := q.coverage(r["run_id"]))), None)
+        if found is not None:
+            render.console.print(
+                f"the latest run, {run_id} ({q.target_name(run_id)}), has no index manifest; "
+                f"the latest run that has one is {found[0]} ({q.target_name(found[0])}):"
+            )
+            run_id, rows = found
     if not rows:
         render.console.print(f"run {run_id} has no index manifest (its target, {q.target_name(run_id)}, exposes none)")
         return

@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
-import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 
-# wide enough for breakdown tables when the output is a pipe or a CI log
-console = Console() if sys.stdout.isatty() else Console(width=160)
+from raglake.report.format import fold_unscored, number, pvalue
+from raglake.schemas import LATENCY_STAGES
+
+PIPE_WIDTH = 120  # a pipe or a CI log without $COLUMNS: wide enough for every --help option name
+
+
+def output_width() -> int | None:
+    """The width the CLI writes at: the terminal's; when stdout is not a terminal, $COLUMNS if set, else
+    PIPE_WIDTH (rich alone would fall back to 80 and truncate --help's option names)."""
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+
+
+console = Console(width=output_width())
+MIN_COLUMN = 6  # a number column never narrower than "0.123"
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
-    return str(value)
+    """A cell: raglake.report.format.number, the rounding the report and the artifacts use too."""
+    return number(value, digits)
 
 
 def arrow_table(table: pa.Table, title: str | None = None, max_rows: int = 200) -> Table:
@@ -52,7 +64,8 @@ def _status_note(row: dict[str, Any]) -> str:
 
 
 def summary_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
-    """One run, slice `all`: metric | family | n | mean | other statuses."""
+    """One run, slice `all`, the metrics with values: metric | family | n | mean | other statuses (the
+    metrics without any value are folded into lines by `unscored_lines`)."""
     out = Table(title=title)
     for col, justify in (
         ("metric", "left"),
@@ -63,25 +76,78 @@ def summary_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     ):
         out.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in rows:
-        out.add_row(r["metric"], r["family"] or "", str(r["n"]), fmt(r["mean"]), _status_note(r))
+        if r["n"]:
+            out.add_row(r["metric"], r["family"] or "", str(r["n"]), fmt(r["mean"]), _status_note(r))
     return out
 
 
-def pivot_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], title: str) -> Table:
-    """Breakdown: one line per (target, slice), one column per metric, cells 'mean (n)'."""
-    out = Table(title=title)
+def unscored_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per family × status × reason for the metrics without any value ("18 judge metrics
+    skipped: no judge configured"); failures in red."""
+    style = {"failed": "bold red", "skipped": "dim", "undefined": "dim"}
+    return [f"[{style[g['status']]}]{g['text']}[/]" for g in fold_unscored(rows)]
+
+
+def _cell(row: dict[str, Any]) -> str:
+    return f"{fmt(row['mean'])} ({row['n']})" if row["n"] else "–"
+
+
+def _column_width(metric: str, cells: Sequence[str]) -> int:
+    """A metric column: as wide as its widest cell (numbers never wrap), or its header's longest word."""
+    longest_word = max(len(w) for w in metric.split("_"))
+    return max(MIN_COLUMN, *(len(c) for c in cells), min(longest_word, 13))
+
+
+def pivot_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], title: str) -> Group:
+    """Breakdown: one line per (target, slice), one column per metric, cells 'mean (n)'; the metric
+    columns split over as many tables as the console's width needs (a number never wraps), or one
+    line per slice × metric when not even one metric column fits beside the slice."""
     several_targets = len({r["target"] for r in rows}) > 1
-    if several_targets:
-        out.add_column("target", no_wrap=True)
-    out.add_column("slice", no_wrap=True)
-    for m in metrics:  # spaces let long metric names wrap inside narrow columns
-        out.add_column(m.replace("_", " "), justify="right", overflow="fold")
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for r in rows:
-        key = (r["target"], r["slice"])
-        cells.setdefault(key, {})[r["metric"]] = f"{fmt(r['mean'])} ({r['n']})" if r["n"] else "–"
-    for (target, slice_), values in cells.items():
-        out.add_row(*([target] if several_targets else []), slice_, *(values.get(m, "–") for m in metrics))
+        cells.setdefault((r["target"], r["slice"]), {})[r["metric"]] = _cell(r)
+    keys = list(cells)
+    widths = {m: _column_width(m, [cells[k].get(m, "–") for k in keys]) for m in metrics}
+    lead = [len(k[1]) for k in keys] + [5]
+    lead_w = max(lead) + 3 + ((max(len(k[0]) for k in keys) + 3) if several_targets and keys else 0)
+    whole = {m: max(widths[m], len(m)) for m in metrics}  # headers on one line when it all fits at once
+    if 1 + lead_w + sum(w + 3 for w in whole.values()) <= console.width:
+        widths = whole
+    chunks: list[list[str]] = [[]]
+    for m in metrics:
+        used = 1 + lead_w + sum(widths[c] + 3 for c in chunks[-1])
+        if chunks[-1] and used + widths[m] + 3 > console.width:
+            chunks.append([])
+        chunks[-1].append(m)
+    if metrics and 1 + lead_w + widths[metrics[0]] + 3 > console.width:
+        return Group(_long_pivot(keys, cells, metrics, several_targets, title))
+    tables = []
+    for i, chunk in enumerate(chunks):
+        part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+        out = Table(title=title + part)
+        if several_targets:
+            out.add_column("target", no_wrap=True)
+        out.add_column("slice", no_wrap=True)
+        for m in chunk:  # spaces let long metric names wrap inside their column
+            out.add_column(m.replace("_", " "), justify="right", width=widths[m], overflow="fold")
+        for target, slice_ in keys:
+            values = cells[(target, slice_)]
+            out.add_row(*([target] if several_targets else []), slice_, *(values.get(m, "–") for m in chunk))
+        tables.append(out)
+    return Group(*tables)
+
+
+def _long_pivot(keys: list, cells: dict, metrics: Sequence[str], several_targets: bool, title: str) -> Table:
+    """The breakdown for a narrow console: one line per (target,) slice × metric."""
+    out = Table(title=title)
+    if several_targets:
+        out.add_column("target")
+    out.add_column("slice")
+    out.add_column("metric", overflow="fold")
+    out.add_column("mean (n)", justify="right", no_wrap=True)
+    for target, slice_ in keys:
+        for m in metrics:
+            out.add_row(*([target] if several_targets else []), slice_, m, cells[(target, slice_)].get(m, "–"))
     return out
 
 
@@ -89,48 +155,83 @@ def slice_label(dimension: str, slice_: str) -> str:
     return slice_ if dimension in ("all", "answerable") else f"{dimension}={slice_}"
 
 
+fmt_p = pvalue
+
+
 def verdict(row: dict[str, Any]) -> str:
+    """The row's verdict (compare_runs: FDR-controlled unless --fdr off), with the uncorrected flag
+    beside it when that one differs."""
     if row["regression"]:
         return "[bold red]worse[/]"
     if row["improvement"]:
         return "[bold green]better[/]"
-    return "[dim]no clear change[/]"
+    raw = "worse" if row.get("regression_raw") else "better" if row.get("improvement_raw") else ""
+    return f"[dim]no clear change{f' (uncorrected: {raw})' if raw else ''}[/]"
+
+
+def _comparison_cells(r: dict[str, Any]) -> dict[str, str]:
+    arrow = "" if r["higher_is_better"] is None else ("↑" if r["higher_is_better"] else "↓")
+    return {
+        "metric": f"{r['metric']} {arrow}".strip(),
+        "slice": slice_label(r["dimension"], r["slice"]),
+        "n": str(r["n_pairs"]),
+        "a": fmt(r["mean_a"]),
+        "b": fmt(r["mean_b"]),
+        "diff": fmt(r["diff"]),
+        "ci": f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else "–",
+        "q": fmt_p(r.get("q_value")),
+        "verdict": verdict(r),
+    }
+
+
+WIDE = (("metric", "metric"), ("slice", "slice"), ("n", "n"), ("a", "A"), ("b", "B"), ("diff", "Δ (B−A)"))
+WIDE_TAIL = (("ci", "95% CI"), ("q", "q"), ("verdict", "verdict"))
 
 
 def comparison_table(rows: Sequence[dict[str, Any]], name_a: str, name_b: str, title: str) -> Table:
+    """Run B against run A, a row per metric × slice; numbers never wrap: when the columns do not fit
+    the console, the narrow layout puts metric and slice in one column and A → B, Δ and its interval
+    in two (the title names runs A and B: `name_a`, `name_b`)."""
+    cells = [_comparison_cells(r) for r in rows]
+    columns = WIDE + WIDE_TAIL
+    verdict_w = len("no clear change")
+    need = sum(max([len(h), *(len(c[k]) for c in cells)]) + 3 for k, h in columns[:-1]) + verdict_w + 4
     out = Table(title=title)
-    out.add_column("metric")
-    out.add_column("slice")
-    out.add_column("n", justify="right")
-    out.add_column(name_a, justify="right")
-    out.add_column(name_b, justify="right")
-    out.add_column("Δ (B−A)", justify="right")
-    out.add_column("95% CI", justify="right")
+    if need <= console.width:
+        for key, header in columns:
+            numeric = key not in ("metric", "slice", "verdict")
+            out.add_column(header, justify="right" if numeric else "left", no_wrap=key != "verdict")
+        for c in cells:
+            out.add_row(*(c[k] for k, _ in columns))
+        return out
+    out.add_column("metric · slice", overflow="fold")
+    out.add_column("A → B (n)", justify="right", no_wrap=True)
+    out.add_column("Δ [95% CI] q", justify="right", no_wrap=True)
     out.add_column("verdict")
-    for r in rows:
-        arrow = "" if r["higher_is_better"] is None else ("↑" if r["higher_is_better"] else "↓")
-        ci = f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else "–"
-        out.add_row(
-            f"{r['metric']} {arrow}",
-            slice_label(r["dimension"], r["slice"]),
-            str(r["n_pairs"]),
-            fmt(r["mean_a"]),
-            fmt(r["mean_b"]),
-            fmt(r["diff"]),
-            ci,
-            verdict(r),
-        )
+    for c in cells:
+        where = c["metric"] if c["slice"] == "all" else f"{c['metric']} · {c['slice']}"
+        out.add_row(where, f"{c['a']} → {c['b']} ({c['n']})", f"{c['diff']} {c['ci']}\nq {c['q']}", c["verdict"])
     return out
+
+
+LATENCY = ("latency_p50_ms", "latency_p95_ms")
 
 
 def figures_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     out = Table(title=title)
     for col in ("figure", "stage", "value", "n"):
         out.add_column(col, justify="right" if col in ("value", "n") else "left")
+    # a run that reused an earlier run's captures (metric captures_reused) did not measure its target's latency
+    reused = {r["run_id"] for r in rows if r["metric"] == "captures_reused" and r["value"]}
     for r in rows:
         unit = f" {r['unit']}" if r["unit"] and r["unit"] not in ("share",) else ""
         digits = 4 if r["unit"] == "usd" else (1 if unit else 3)
-        out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], digits) + unit, str(r["n"]))
+        unpriced = " (price unknown)" if r.get("price_known") is False else ""  # sql/run_figures.sql
+        measured_then = r.get("run_id") in reused and r["metric"] in LATENCY and r["stage"] in LATENCY_STAGES
+        cached = " (reused)" if measured_then else ""
+        out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], digits) + unit + unpriced + cached, str(r["n"]))
+    if reused:
+        out.caption = "(reused): the target's latency as measured by the earlier run whose captures this run reused"
     return out
 
 
@@ -142,4 +243,27 @@ def coverage_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
         value = r["value"]
         shown = str(int(value)) if float(value).is_integer() else fmt(value, 1)
         out.add_row(r["stat"], r["doc_type"] or "all", r["reason"] or "", shown)
+    return out
+
+
+def gate_failing_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
+    """The gate's failing rows: metric, slice, pairs, both means, the drop against its limit, the 95%
+    interval and q, one line each (identifiers never fold)."""
+    out = Table(title=title)
+    out.add_column("metric", no_wrap=True)
+    out.add_column("slice", no_wrap=True)
+    for header in ("pairs", "A", "B", "drop", "max drop", "95% CI", "q"):
+        out.add_column(header, justify="right", no_wrap=True)
+    for r in rows:
+        out.add_row(
+            r["metric"],
+            "all" if r["dimension"] == "all" else f"{r['dimension']}={r['slice']}",
+            str(r["n_pairs"]),
+            fmt(r["mean_a"]),
+            fmt(r["mean_b"]),
+            fmt(r["drop"]),
+            fmt(r["max_drop"]),
+            f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]",
+            fmt_p(r.get("q_value")),
+        )
     return out

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from raglake.analysis import DEFAULT_FDR, parse_fdr
 from raglake.cli import render
 from raglake.cli.common import LakeOpt, app
 from raglake.pipeline.lakes import open_lake
@@ -24,14 +25,22 @@ def report(
         Path | None, typer.Option("--output", "-o", help="HTML file to write (default: report-<run id>.html).")
     ] = None,
     worst: Annotated[int, typer.Option("--worst", help="Worst cases listed per headline metric (0: none).")] = 10,
+    fdr: Annotated[
+        str,
+        typer.Option(
+            "--fdr",
+            help="With --against: false discovery rate of the comparison's verdicts (Benjamini-Hochberg), or 'off'.",
+        ),
+    ] = str(DEFAULT_FDR),
     lake: LakeOpt = None,
 ) -> None:
     """One self-contained HTML file (opens offline): headline metrics with 95% CIs, charts by slice,
     the comparison with a baseline, latency and cost, index coverage and the worst cases."""
+    level = parse_fdr(fdr)
     q = open_lake(lake)
     run_id = q.run_ids([run])[0]
     baseline = q.run_ids([against])[0] if against else None
     path = check_output(output or Path(f"report-{run_id}.html"))
-    data = gather(q, run_id, baseline, worst=worst)
+    data = gather(q, run_id, baseline, worst=worst, fdr=level)
     path = write(data, path)
     render.console.print(f"report: {path}", highlight=False, soft_wrap=True)

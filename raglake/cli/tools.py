@@ -26,8 +26,9 @@ def import_cmd(
     source: Annotated[
         Path,
         typer.Argument(
-            help="A file of question/reference_answer/answer/contexts records, or RAGAS-style "
-            "(user_input/retrieved_contexts/response/reference)."
+            help="A file of question/answer/contexts/reference records, or RAGAS' "
+            "(user_input/retrieved_contexts/response/reference): JSONL, JSON, YAML or CSV (list columns as JSON "
+            "or Python-repr strings, as pandas writes them)."
         ),
     ],
     out_dir: Annotated[Path, typer.Option(help="Where to write <name>.golden.jsonl and <name>.captures.jsonl.")] = Path(
@@ -65,7 +66,7 @@ def serve_demo(
     seed: Annotated[int, typer.Option(help="Which questions get which fault.")] = 0,
     lake: LakeOpt = None,
 ) -> None:
-    """Serve the builtin reference RAG over HTTP (seed 001's debug API shape), with optional faults."""
+    """Serve the builtin reference RAG over HTTP (POST /debug/query, GET /debug/index), with optional faults."""
     import uvicorn  # the web server: only for this command
 
     try:

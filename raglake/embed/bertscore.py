@@ -3,9 +3,12 @@ greedy cosine matching, precision / recall / F1, optional idf weights from the r
 
 Tokens are taken from one hidden layer (recorded with the model). As in the reference implementation
 (bert_score 0.3.13), [CLS] and [SEP] carry weight 0 but stay in the matrices, so other tokens may match
-them; the `bert-score` package agrees to 1e-6 (tests/test_bertscore.py). A text longer than the model's
-max sequence is embedded in consecutive windows (each with its own [CLS]/[SEP]), so no token is
-dropped, where the reference truncates. Values are not comparable across models or layers."""
+them. The `bert-score` package agrees to 1e-6 when it pads nothing (batch_size=1; short, long and
+negative-best-match pairs in tests/test_bertscore.py); batched, it lets padded positions into the max
+with similarity 0, which floors a negative best match at 0 (docs/bertscore.md): raglake's max runs over
+real tokens only. A text longer than the model's max sequence is embedded in consecutive windows (each
+with its own [CLS]/[SEP]), so no token is dropped, where the reference truncates. Values are not
+comparable across models or layers."""
 
 from __future__ import annotations
 

@@ -41,6 +41,7 @@ class JudgeConfig:
     max_cost_usd: float | None = None
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     label: str | None = None  # e.g. "local" for the bundled llama.cpp judge
+    prompt_variant: bool = False  # ask every prompt in its variant wording (the spot-check's option B)
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -76,7 +77,9 @@ class JudgeConfig:
             "max_calls": self.max_calls,
             "max_cost_usd": self.max_cost_usd,
             "label": self.label,
+            "prompt_variant": self.prompt_variant,
         }
 
-    def with_model(self, model: str, base_url: str | None = None) -> JudgeConfig:
-        return replace(self, model=model, base_url=base_url or self.base_url)
+    def with_model(self, model: str, base_url: str | None = None, prompt_variant: bool = False) -> JudgeConfig:
+        """The spot-check's judge: another model (or this one), asked in the prompts' variant wording or not."""
+        return replace(self, model=model, base_url=base_url or self.base_url, prompt_variant=prompt_variant)

@@ -1,9 +1,11 @@
 """The judge gateway: the one object that makes LLM calls. OpenAI-compatible endpoint, async with a
 concurrency limit and request/token rate limits, retries with exponential backoff and jitter on 429,
 5xx, connection errors and timeouts (honouring Retry-After), temperature 0 and a seed, structured
-output (JSON schema, else JSON mode, else plain) validated against the prompt's schema with one
-repair attempt, a reply cut off by max_tokens retried once with a larger budget, every call in the
-ledger, and a budget. Failures are data: a result with status judge_error / parse_error / skipped."""
+output (JSON schema, else JSON mode, else plain) validated against the prompt's schema and as a real
+answer (raglake.judge.honesty: no placeholder or echo) with one repair attempt, a reply cut off by
+max_tokens retried once with a larger budget, every call in the ledger with what the reply says served
+it (`reply_model`, `system_fingerprint`) and its latency, and a budget. Failures are data: a result with
+status judge_error / parse_error / skipped."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from raglake.judge.budget import Budget, RateLimiter
 from raglake.judge.config import JudgeConfig
 from raglake.judge.ledger import JudgeLedger, call_key
 from raglake.judge.prompts import Prompt
+from raglake.metrics.operational import percentile
 from raglake.retrying import Backoff, Failure, retry_after_seconds, retry_async
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
@@ -50,6 +53,8 @@ class _Attempt:
     retries: int = 0
     requests: int = 0
     error: str | None = None
+    reply_model: str | None = None  # the model the server says answered (the reply's `model`)
+    system_fingerprint: str | None = None  # the server's configuration fingerprint, when it gives one
 
 
 @dataclass
@@ -61,10 +66,30 @@ class GatewayStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    priced_calls: int = 0  # calls made to a model the price table lists
+    unpriced_calls: int = 0  # calls made to a model the price table does not list (costed at 0)
     statuses: dict[str, int] = field(default_factory=dict)
+    # judge stage -> {"p50", "p95", "n"} of the calls' latency in ms, once `summarise()` ran: stage
+    # `judge:<prompt id>`, or `spot_check:<prompt id>` for the spot-check judge's calls
+    latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def add(self, other: GatewayStats) -> None:
-        """Fold another gateway's figures (the spot-check judge's) into these."""
+    def __post_init__(self) -> None:
+        self._latencies: dict[str, list[float]] = {}  # kept out of the fields: only the summary travels
+
+    def timed(self, stage: str, ms: float) -> None:
+        self._latencies.setdefault(stage, []).append(ms)
+
+    def summarise(self) -> GatewayStats:
+        """Put the p50 / p95 of every stage's call latencies in `latency_ms` (linear interpolation)."""
+        self.latency_ms = {
+            stage: {"p50": percentile(v, 50), "p95": percentile(v, 95), "n": float(len(v))}
+            for stage, v in sorted(self._latencies.items())
+        }
+        return self
+
+    def add(self, other: GatewayStats, stage_prefix: str | None = None) -> None:
+        """Fold another gateway's figures (the spot-check judge's) into these; its latencies go under
+        `stage_prefix` (e.g. spot_check) instead of judge."""
         for name in (
             "calls",
             "ledger_hits",
@@ -73,10 +98,15 @@ class GatewayStats:
             "prompt_tokens",
             "completion_tokens",
             "cost_usd",
+            "priced_calls",
+            "unpriced_calls",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for status, n in other.statuses.items():
             self.statuses[status] = self.statuses.get(status, 0) + n
+        for stage, values in other._latencies.items():
+            renamed = f"{stage_prefix}:{stage.split(':', 1)[1]}" if stage_prefix else stage
+            self._latencies.setdefault(renamed, []).extend(values)
 
 
 def parse_json(text: str | None) -> tuple[Any, str | None]:
@@ -121,8 +151,8 @@ class JudgeGateway:
     async def call(self, prompt: Prompt, values: dict[str, Any]) -> JudgeResult:
         messages = prompt.render(values)
         params = self._params(prompt)
-        key = call_key(self.config.model, prompt.id, prompt.version, params, messages)
-        meta = dict(call_key=key, model=self.config.model, prompt_id=prompt.id, prompt_version=prompt.version)
+        key = call_key(self.config.model, prompt.key, prompt.version, params, messages)
+        meta = dict(call_key=key, model=self.config.model, prompt_id=prompt.key, prompt_version=prompt.version)
         hit = self.ledger.lookup(key)
         if hit is not None:  # never paid twice: the stored reply is parsed again
             self.stats.ledger_hits += 1
@@ -169,6 +199,7 @@ class JudgeGateway:
         cost, price_known = self._cost(usage)
         self.budget.spend(cost)
         self.stats.statuses[result.status] = self.stats.statuses.get(result.status, 0) + 1
+        self.stats.timed(f"judge:{prompt.key}", latency_ms)
         self.ledger.record(
             {
                 **meta,
@@ -178,6 +209,8 @@ class JudgeGateway:
                     {"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False
                 ),
                 "response": reply.text,
+                "reply_model": reply.reply_model,
+                "system_fingerprint": reply.system_fingerprint,
                 "output": json.dumps(result.output) if result.output is not None else None,
                 "status": result.status,
                 "error": result.reason,
@@ -216,7 +249,9 @@ class JudgeGateway:
         self.stats.prompt_tokens += usage.prompt_tokens
         self.stats.completion_tokens += usage.completion_tokens
         if price is None:
+            self.stats.unpriced_calls += 1
             return 0.0, False
+        self.stats.priced_calls += 1
         cost = (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6
         self.stats.cost_usd += cost
         return cost, True
@@ -323,7 +358,17 @@ def _reply(response: Any, usage: _Attempt) -> _Attempt:
     if text is None and finish != "length":  # cut off before any text: the truncation retry handles it
         refusal = message.get("refusal")
         raise MalformedReply("the message has no content" + (f" (refusal: {str(refusal)[:200]})" if refusal else ""))
-    return _Attempt(text=text, finish_reason=finish)
+    return _Attempt(
+        text=text,
+        finish_reason=finish,
+        reply_model=_text(response.get("model")),
+        system_fingerprint=_text(response.get("system_fingerprint")),
+    )
+
+
+def _text(value: Any) -> str | None:
+    """A short identifier from the reply's envelope; None for anything that is not text."""
+    return value[:200] if isinstance(value, str) and value else None
 
 
 def _count(value: Any) -> int:

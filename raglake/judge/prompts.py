@@ -1,5 +1,7 @@
 """Judge prompts are files (`raglake/judge/prompts/<id>.yaml`), one per prompt id, with a strict
-schema: id, version, variables, system and user templates, and the output's JSON schema.
+schema: id, version, variables, system and user templates, and the output's JSON schema. A prompt the
+reliability spot-check may repeat also has a variant (`prompts/variants/<id>.yaml`, `variant: b`): the
+same variables and output schema in other words, asked instead of a second model (seed 001, option B).
 
 Templates use `{{name}}` placeholders. Variables of kind `data` (answers, contexts, references) are
 fenced as data — wrapped in <data> tags with any closing tag inside neutralised — and the system
@@ -19,9 +21,11 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from raglake.errors import ConfigError, InputError, UnknownNameError
+from raglake.judge.honesty import degenerate_reason, example_strings
 from raglake.records import read_yaml_mapping, validate_record
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+VARIANT_DIR = PROMPT_DIR / "variants"  # the spot-check's variant wordings, one per prompt it may repeat
 LOCK_FILE = Path(__file__).resolve().parent / "prompts.lock"  # id -> version and sha256 of each prompt file
 LOCK_COMMAND = "python -m raglake.judge.prompts --lock"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -47,6 +51,7 @@ class Prompt(BaseModel):
     user: str
     output_schema: dict[str, Any]
     max_tokens: int = Field(default=512, ge=16, le=32768)
+    variant: str | None = Field(default=None, pattern=r"^[a-z0-9]+$")  # set in prompts/variants/ only
 
     @field_validator("output_schema")
     @classmethod
@@ -67,8 +72,13 @@ class Prompt(BaseModel):
         return self
 
     @property
+    def key(self) -> str:
+        """The id the ledger records: `groundedness`, or `groundedness~b` for a variant wording."""
+        return self.id if self.variant is None else f"{self.id}~{self.variant}"
+
+    @property
     def ref(self) -> str:
-        return f"{self.id}@v{self.version}"
+        return f"{self.key}@v{self.version}"
 
     def render(self, values: dict[str, Any]) -> list[dict[str, str]]:
         """Chat messages; a missing variable is an error (never an empty string)."""
@@ -88,15 +98,25 @@ class Prompt(BaseModel):
         return [{"role": "system", "content": system}, {"role": "user", "content": fill(self.user)}]
 
     def validate_output(self, data: Any) -> str | None:
-        """None when `data` fits the output schema, else the first error as a sentence."""
+        """None when `data` fits the output schema and is a real answer (raglake.judge.honesty: no
+        placeholder, schema echo or empty required text), else the first problem as a sentence."""
         errors = sorted(
             jsonschema.Draft202012Validator(self.output_schema).iter_errors(data), key=lambda e: list(e.path)
         )
         if not errors:
-            return None
+            return degenerate_reason(self.output_schema, data, _echoes(self.system, self.user, self.output_schema))
         e = errors[0]
         where = "/".join(str(p) for p in e.path) or "(top level)"
         return f"{where}: {e.message}"
+
+
+def _echoes(system: str, user: str, schema: dict[str, Any]) -> frozenset[str]:
+    return _echoes_cached(system, user, json.dumps(schema, sort_keys=True))
+
+
+@lru_cache(maxsize=256)
+def _echoes_cached(system: str, user: str, schema_json: str) -> frozenset[str]:
+    return example_strings((system, user), json.loads(schema_json))
 
 
 def placeholder_problem(declared: set[str], templates: dict[str, str]) -> tuple[str, str] | None:
@@ -135,6 +155,13 @@ def load_prompt_file(path: Path) -> Prompt:
         raise InputError(
             str(path), keys.get("id"), "id", f"prompt id {prompt.id!r} must match the file name {path.stem!r}"
         )
+    if (prompt.variant is not None) != (path.parent.name == VARIANT_DIR.name):
+        raise InputError(
+            str(path),
+            keys.get("variant", keys.get("id")),
+            "variant",
+            f"a prompt under {VARIANT_DIR.name}/ names its variant (variant: b); a prompt elsewhere has none",
+        )
     return prompt
 
 
@@ -150,15 +177,57 @@ def get_prompt(prompt_id: str, folder: str = str(PROMPT_DIR)) -> Prompt:
     return prompts[prompt_id]
 
 
+def get_variant(prompt_id: str, folder: Path = PROMPT_DIR) -> Prompt:
+    """The variant wording of a prompt (`<folder>/variants/<id>.yaml`), which must take the same variables
+    and answer in the same output schema, so its judgements compare with the prompt's."""
+    main = get_prompt(prompt_id, str(folder))
+    path = folder / VARIANT_DIR.name / f"{prompt_id}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"prompt {prompt_id!r} has no variant wording ({path}); the spot-check's variant needs one")
+    variant = load_prompts(str(path.parent))[prompt_id]
+    for name, want, got in (
+        ("variables", main.variables, variant.variables),
+        ("output_schema", main.output_schema, variant.output_schema),
+    ):
+        if want != got:
+            raise InputError(str(path), None, name, f"a variant must have the {name} of {main.ref}")
+    return variant
+
+
 # ---- the prompt lock: a prompt's bytes may change only with its version ------------------------------
 
 
+RENDERING = "(rendering)"  # the lock's entry for what every prompt's messages get from code, not its file
+
+
+def rendering_hash() -> str:
+    """sha256 of a probe prompt rendered: the data fence, DATA_RULE and the message layout, which code adds
+    to every prompt (a change there changes what every judge sees, as an edit of every file would)."""
+    probe = Prompt(
+        id="probe",
+        version=1,
+        description="the lock's probe",
+        variables=[Variable(name="d"), Variable(name="t", kind="text")],
+        system="System {{t}}.",
+        user="User {{d}}.",
+        output_schema={"type": "object"},
+    )
+    messages = probe.render({"d": 'x </data> <data name="y"> z', "t": "3"})
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+
 def lock_entries(folder: Path = PROMPT_DIR) -> dict[str, dict[str, Any]]:
-    """id -> {version, sha256 of the file's bytes} of every prompt file in `folder`."""
-    return {
-        p.stem: {"version": load_prompt_file(p).version, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
-        for p in sorted(folder.glob("*.yaml"))
+    """name -> {version, sha256 of the file's bytes} of every prompt file in `folder` (a variant under
+    `variants/<id>`), and the rendering's sha256 under RENDERING."""
+    files = [*sorted(folder.glob("*.yaml")), *sorted((folder / VARIANT_DIR.name).glob("*.yaml"))]
+    entries: dict[str, dict[str, Any]] = {
+        p.relative_to(folder).with_suffix("").as_posix(): {
+            "version": load_prompt_file(p).version,
+            "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+        }
+        for p in files
     }
+    return {**entries, RENDERING: {"sha256": rendering_hash()}}
 
 
 def write_lock(folder: Path = PROMPT_DIR, lock: Path = LOCK_FILE) -> dict[str, dict[str, Any]]:
@@ -169,7 +238,8 @@ def write_lock(folder: Path = PROMPT_DIR, lock: Path = LOCK_FILE) -> dict[str, d
 
 def lock_problems(folder: Path = PROMPT_DIR, lock: Path = LOCK_FILE) -> list[str]:
     """Why the lock does not match the prompt files (none when it does): a prompt edited without a
-    version bump, or a lock that is stale (a prompt added, removed or bumped since it was written)."""
+    version bump, the shared rendering changed without a bump of every prompt, or a lock that is stale
+    (a prompt added, removed or bumped since it was written)."""
     relock = f"run `{LOCK_COMMAND}` to re-lock"
     if not lock.is_file():
         return [f"{lock}: no prompt lock; {relock}"]
@@ -177,26 +247,45 @@ def lock_problems(folder: Path = PROMPT_DIR, lock: Path = LOCK_FILE) -> list[str
         locked = json.loads(lock.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         return [f"{lock}:{e.lineno}: not valid JSON ({e.msg}); {relock}"]
-    found, problems = lock_entries(folder), []
-    for pid, now in found.items():
-        was = locked.get(pid)
-        if was is None:
-            problems.append(f"prompt {pid!r} ({folder / pid}.yaml) is not in the lock {lock.name}: {relock}")
-        elif was.get("sha256") != now["sha256"] and was.get("version") == now["version"]:
+    found = lock_entries(folder)
+    rendering_now, rendering_was = found.pop(RENDERING), locked.pop(RENDERING, None)
+    problems = [
+        why
+        for pid, now in found.items()
+        if (why := _entry_problem(pid, locked.get(pid), now, folder / f"{pid}.yaml", lock.name, relock))
+    ]
+    if rendering_was != rendering_now:
+        unbumped = sorted(p for p, now in found.items() if locked.get(p, {}).get("version") == now["version"])
+        if rendering_was is not None and unbumped:
             problems.append(
-                f"prompt {pid!r} ({folder / pid}.yaml) changed without a version bump (still "
-                f"version {now['version']}): bump its version and {relock}"
+                f"the prompts' rendering (DATA_RULE, the data fence, the message layout in {Path(__file__).name}) "
+                f"changed without a version bump of every prompt: bump {', '.join(unbumped)} and {relock}"
             )
-        elif was != now:
-            problems.append(
-                f"the lock {lock.name} is stale for prompt {pid!r} (locked version {was.get('version')}, "
-                f"file version {now['version']}): {relock}"
-            )
+        else:
+            problems.append(f"the lock {lock.name} is stale for the prompts' rendering: {relock}")
     problems += [
         f"the lock {lock.name} lists prompt {pid!r}, which has no file in {folder}: {relock}"
         for pid in sorted(set(locked) - set(found))
     ]
     return problems
+
+
+def _entry_problem(
+    pid: str, was: dict[str, Any] | None, now: dict[str, Any], path: Path, lock_name: str, relock: str
+) -> str | None:
+    if was is None:
+        return f"prompt {pid!r} ({path}) is not in the lock {lock_name}: {relock}"
+    if was.get("sha256") != now["sha256"] and was.get("version") == now["version"]:
+        return (
+            f"prompt {pid!r} ({path}) changed without a version bump (still "
+            f"version {now['version']}): bump its version and {relock}"
+        )
+    if was != now:
+        return (
+            f"the lock {lock_name} is stale for prompt {pid!r} (locked version {was.get('version')}, "
+            f"file version {now['version']}): {relock}"
+        )
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: {LOCK_COMMAND} (rewrite the lock) | python -m raglake.judge.prompts (check it)", file=sys.stderr)
         return 2
     if args == ["--lock"]:
-        print(f"locked {len(write_lock())} prompt(s) in {LOCK_FILE}")
+        print(f"locked {len(write_lock()) - 1} prompt file(s) and the rendering in {LOCK_FILE}")
         return 0
     problems = lock_problems()
     print("\n".join(problems) or f"the prompt lock {LOCK_FILE} matches every prompt file")

@@ -1,5 +1,6 @@
 """The judge stage of a run: which judge steps each case needs, running them all through one gateway
-(concurrently, under its limits), and the reliability spot-check with a second judge."""
+(concurrently, under its limits), and the reliability spot-check: a second judgement of a sample of
+questions, by a second model or by the prompts' variant wording (seed 001)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,18 @@ async def _run_steps(judge: Judge, work: Work, stage: str = "judge") -> list[Ste
     return list(await asyncio.gather(*(one(step, view) for _, step, view in work)))
 
 
+@dataclass(frozen=True)
+class SpotSample:
+    """How many questions the reliability spot-check judges twice (seed 001): max(share · N, minimum) of
+    the run's N cases, or every case that can give a pair when fewer can."""
+
+    share: float = 0.1
+    minimum: int = 10
+
+    def size(self, n_cases: int) -> int:
+        return max(self.minimum, round(self.share * n_cases))
+
+
 def judge_batch(
     pairs: Sequence[tuple[GoldenCase, Capture]],
     metrics: Sequence[Metric],
@@ -68,9 +81,10 @@ def judge_batch(
     budget: Budget,
     encoder: Any = None,
     spot_check: JudgeConfig | None = None,
-    spot_ids: frozenset[str] = frozenset(),
+    spot_sample: SpotSample | None = None,
 ) -> JudgedBatch:
-    """Every judge step the batch's cases need, through the run's ledger and budget."""
+    """Every judge step the cases need, through the run's ledger and budget; with `spot_check`, the
+    spot-check over the same cases (`pairs` is the whole run: the sample is drawn from all its cases)."""
     wanted = wanted_steps(metrics)
     work: Work = []
     for case, capture in pairs:
@@ -84,16 +98,11 @@ def judge_batch(
         for (case_id, step, _), o in zip(work, outcomes):
             batch.outcomes.setdefault(case_id, {})[step.name] = o
         if spot_check is not None:
-            again = [
-                (cid, step, view)
-                for cid, step, view in work
-                if cid in spot_ids and step.spot_check is not None and batch.outcomes[cid][step.name].status == "ok"
-            ]
+            size = (spot_sample or SpotSample()).size(len(pairs))
             second = JudgeGateway(spot_check, ledger, budget)
-            for (cid, step, _), o in zip(again, await _run_steps(Judge(second, encoder), again, "spot-check")):
-                if o.status == "ok":
-                    batch.spot_pairs.append((cid, step.name, step.disagree(batch.outcomes[cid][step.name], o)))
-            batch.stats.add(second.stats)  # run figures count every request, the spot-check's included
+            await _spot_check(batch, work, Judge(second, encoder, spot_check.prompt_variant), size)
+            batch.stats.add(second.stats, "spot_check")  # run figures count every request, the spot-check's too
+        batch.stats.summarise()
         return batch
 
     try:
@@ -102,8 +111,32 @@ def judge_batch(
         ledger.flush()
 
 
-def spot_cases(case_ids: Sequence[str], share: float = 0.1, minimum: int = 10) -> frozenset[str]:
-    """The spot-check sample (seed 001): max(share · N, minimum) cases, chosen by a hash of their ids so
-    the same golden set always gives the same sample."""
-    n = min(len(case_ids), max(minimum, round(share * len(case_ids))))
-    return frozenset(sorted(case_ids, key=lambda cid: hashlib.sha256(cid.encode()).hexdigest())[:n])
+async def _spot_check(batch: JudgedBatch, work: Work, second: Judge, size: int) -> None:
+    """Judge `size` questions again (seed 001), drawn by a hash of their ids among the cases that can
+    give a pair: a step the spot-check repeats whose first judgement is `ok` (an empty answer, a phrase-
+    decided class or a failed first call gives none). A question the second judgement fails for is
+    replaced by the next one, so `size` questions get two judgements whenever that many can; a round
+    in which the second judgement fails for every question ends it (a judge that answers nothing)."""
+    pairable: dict[str, Work] = {}
+    for cid, step, view in work:
+        first = batch.outcomes[cid][step.name]
+        if step.spot_check is not None and first.status == "ok" and first.prompt_id is not None:
+            pairable.setdefault(cid, []).append((cid, step, view))
+    order = sorted(pairable, key=_hash)
+    size, judged, start = min(size, len(order)), set(), 0
+    while len(judged) < size and start < len(order):
+        take = order[start : start + size - len(judged)]
+        start += len(take)
+        again = [item for cid in take for item in pairable[cid]]
+        got = set()
+        for (cid, step, _), o in zip(again, await _run_steps(second, again, "spot-check")):
+            if o.status == "ok":
+                batch.spot_pairs.append((cid, step.name, step.disagree(batch.outcomes[cid][step.name], o)))
+                got.add(cid)
+        if not got:
+            break
+        judged |= got
+
+
+def _hash(case_id: str) -> str:
+    return hashlib.sha256(case_id.encode()).hexdigest()

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from raglake.judge.gateway import JudgeGateway, JudgeResult
-from raglake.judge.prompts import get_prompt
+from raglake.judge.prompts import get_prompt, get_variant
 from raglake.metrics import rules, steps
 from raglake.metrics.steps import CaseView, JudgeStep, StepOutcome
 
@@ -49,13 +49,14 @@ def _parse_error(result: JudgeResult, why: str) -> StepOutcome:
 
 
 class Judge:
-    """A gateway plus what judge steps need besides it (the run's embedder, for answer_relevance)."""
+    """A gateway plus what judge steps need besides it (the run's embedder, for answer_relevance); with
+    `variant`, every prompt is asked in its variant wording (the spot-check's option B)."""
 
-    def __init__(self, gateway: JudgeGateway, encoder: Any = None):
-        self.gateway, self.encoder = gateway, encoder
+    def __init__(self, gateway: JudgeGateway, encoder: Any = None, variant: bool = False):
+        self.gateway, self.encoder, self.variant = gateway, encoder, variant
 
     async def ask(self, prompt_id: str, **values: Any) -> JudgeResult:
-        return await self.gateway.call(get_prompt(prompt_id), values)
+        return await self.gateway.call(get_variant(prompt_id) if self.variant else get_prompt(prompt_id), values)
 
 
 StepFn = Callable[[Judge, CaseView], Awaitable[StepOutcome]]

@@ -1,5 +1,6 @@
 """The lake's `judge_calls` table as the judge ledger's store (raglake.judge.ledger.CallStore):
-stored calls read by key, new ones appended in atomic files partitioned by day."""
+stored calls read by key, new ones appended in atomic files partitioned by day; and what the table says
+about the judges themselves (a model swapped behind a judge name: sql/judge_drift.sql)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from raglake.lake.query import run_query
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 
@@ -43,3 +45,29 @@ class LakeCallStore:
         columns = {name: [r.get(name) for r in rows] for name in _SPEC.schema.names}
         day = rows[0]["created_at"].date().isoformat()
         self.lake.write("judge_calls", day, to_arrow(_SPEC, columns), f"calls-{uuid.uuid4().hex}")
+
+
+def judge_drift(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Where the model behind a judge name changed across `run_ids` (in order) or within one of them
+    (sql/judge_drift.sql)."""
+    return run_query(con, "judge_drift", run_ids=list(run_ids)).to_pylist()
+
+
+def drift_note(row: dict[str, Any]) -> str:
+    """One judge_drift row as a sentence for the CLI and the report."""
+
+    def served(models: list[str], fingerprints: list[str]) -> str:
+        shown = ", ".join(models) or "–"
+        return shown + (f" (system_fingerprint {', '.join(fingerprints)})" if fingerprints else "")
+
+    before = served(row["models_before"], row["fingerprints_before"])
+    after = served(row["models_after"], row["fingerprints_after"])
+    if row["scope"] == "within run":
+        return (
+            f"judge {row['judge']!r} changed within run {row['run_after']} ({row['change']}): "
+            f"its replies came from {after}"
+        )
+    return (
+        f"judge {row['judge']!r} changed between runs {row['run_before']} and {row['run_after']} "
+        f"({row['change']}): {before} → {after}; its scores may not be comparable"
+    )

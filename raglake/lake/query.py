@@ -4,9 +4,11 @@ caller: the lake never imports the metrics), the views of `sql/views/`, and the 
 
 from __future__ import annotations
 
+import math
 import re
 from importlib import resources
 from importlib.resources.abc import Traversable
+from statistics import NormalDist
 from typing import Any
 
 import duckdb
@@ -15,11 +17,12 @@ import pyarrow as pa
 from raglake.errors import ConfigError, LakeError, UnknownNameError
 from raglake.lake.resample import GROUPS_TYPE, resample_means_udf
 from raglake.lake.store import Lake
-from raglake.lake.tables import TABLES
+from raglake.lake.tables import RENAMED, TABLES
 
 SQL_DIR: Traversable = resources.files("raglake.sql")  # sql/ in a checkout, raglake/sql/ in an installed wheel
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_]\w*)")
 _COMMENT = re.compile(r"--[^\n]*")
+_READS_REGISTRY = re.compile(r"\b(?:FROM|JOIN)\s+metric_registry\b", re.IGNORECASE)
 # what `raglake sql` runs: queries (WITH, DESCRIBE, SHOW, SUMMARIZE, VALUES parse as SELECT) and EXPLAIN of one
 READ_ONLY = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\b\s*(?:ANALY[SZ]E\b)?\s*(?:\([^)]*\))?", re.IGNORECASE)
@@ -41,16 +44,44 @@ def _partition_value(path: str) -> str:
 
 
 def _read(con: duckdb.DuckDBPyConnection, files: list[str], name: str) -> duckdb.DuckDBPyRelation:
-    if files:
-        return con.read_parquet(files, hive_partitioning=True, union_by_name=True)
-    return con.from_arrow(TABLES[name].full_schema.empty_table())
+    """A table's files as one relation of the current columns: files written before a column existed
+    read it as nulls, and a renamed column (tables.RENAMED) is read under its new name."""
+    schema = TABLES[name].full_schema
+    if not files:
+        return con.from_arrow(schema.empty_table())
+    rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
+    have, renamed = set(rel.columns), RENAMED.get(name, {})
+    if set(schema.names) <= have and not set(renamed) & have:
+        return rel  # a lake of the current layout: no projection in the way of the scan
+    return rel.project(", ".join(_current_columns(con, rel.columns, schema, renamed)))
+
+
+def _current_columns(
+    con: duckdb.DuckDBPyConnection, columns: list[str], schema: pa.Schema, renamed: dict[str, str]
+) -> list[str]:
+    """Select expressions mapping an older layout's columns onto the current ones."""
+    have, out = set(columns), []
+    for column in columns:
+        if column in renamed:
+            continue
+        old = next((o for o, n in renamed.items() if n == column and o in have), None)
+        out.append(f'coalesce("{column}", "{old}") AS "{column}"' if old else f'"{column}"')
+    for old, new in renamed.items():
+        if old in have and new not in have:
+            out.append(f'"{old}" AS "{new}"')
+    for field in schema:
+        if field.name not in have and field.name not in {renamed.get(c) for c in have}:
+            duck_type = con.from_arrow(pa.table({"x": pa.nulls(0, field.type)})).types[0]
+            out.append(f'CAST(NULL AS {duck_type}) AS "{field.name}"')
+    return out
 
 
 def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB whose views read the lake's committed runs, read-only, and whose `metrics`
-    view is `registry` (one row per metric, built by the metrics layer; without it there is no
-    `metrics` view, and the question files that join it cannot run: raglake.pipeline.lakes.open_lake
-    hands it in).
+    """An in-memory DuckDB whose views read the lake's committed runs, read-only, and whose
+    `metric_registry` view is `registry` (one row per metric of the current code, built by the metrics
+    layer; without it there is no `metric_registry` view, and the question files that join it cannot
+    run: raglake.pipeline.lakes.open_lake hands it in). The lake's own `metrics` table (what each metric
+    meant when a scoring landed) is a view like every other table.
 
     `runs` (the commit log, one small file per run) is read once into a table; every other table's
     view lists only the files of committed runs (a run's rows are visible only once its runs row,
@@ -79,7 +110,7 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
         _read(con, files, name).create_view(name)
         readable += files
     if registry is not None:
-        con.from_arrow(registry).create_view("metrics")
+        con.from_arrow(registry).create_view("metric_registry")
     con.create_function(
         "resample_means",
         resample_means_udf,
@@ -88,10 +119,25 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
         type="arrow",
         side_effects=False,
     )
+    con.create_function("normal_quantile", _normal_quantile, ["DOUBLE"], "DOUBLE", side_effects=False)
+    con.create_function("normal_sf", _normal_sf, ["DOUBLE"], "DOUBLE", side_effects=False)
     for view in _sql_files("views").values():
-        con.execute(view.read_text(encoding="utf-8"))
+        text = view.read_text(encoding="utf-8")
+        if registry is not None or not _READS_REGISTRY.search(_COMMENT.sub("", text)):  # a view over `metrics`
+            con.execute(text)  # needs the registry handed in
     _lock(con, readable)
     return con
+
+
+def _normal_sf(z: float) -> float:
+    """SQL `normal_sf(z)`: the standard normal distribution's upper tail 1 - Φ(z), accurate far into
+    it (erfc, no cancellation): compare_runs' p-values."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def _normal_quantile(p: float) -> float:
+    """SQL `normal_quantile(p)`: the standard normal distribution's p-quantile (1.959964 for 0.975)."""
+    return NormalDist().inv_cdf(p)
 
 
 def _lock(con: duckdb.DuckDBPyConnection, readable: list[str]) -> None:

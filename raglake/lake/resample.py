@@ -1,4 +1,4 @@
-"""The paired bootstrap's resampling, shared by compare_runs and metric_ci: seeded draws (splitmix64 of
+"""The bootstrap's resampling behind metric_ci (one run's slice means): seeded draws (splitmix64 of
 (seed, group size, replicate); sql/views/05_resample_draws.sql writes the same draws out in SQL, as
 their specification) and the resampled means, registered on every lake connection as the SQL function
 `resample_means(groups DOUBLE[][], n_boot, seed) -> DOUBLE[][]` (raglake.lake.query.connect)."""

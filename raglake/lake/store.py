@@ -88,6 +88,12 @@ class Lake:
                 self.fs.rm(tmp)
         return final
 
+    def rewrite(self, table: str, partition_value: str, data: pa.Table, stem: str) -> str:
+        """Replace an existing file by a new one of the same name, atomically (temp file, then a rename
+        over it): a reader sees the old file or the new one, never a mix. Only for a change that keeps
+        every row (raglake.lake.latest flips `scores.is_latest`)."""
+        return self.write(table, partition_value, data, stem, replace_uncommitted=True)
+
     def _publish(self, tmp: str, final: str, replace: bool) -> None:
         """Rename the finished temp file into place; without `replace`, never over an existing file."""
         if not self.is_local or replace:

@@ -28,7 +28,7 @@ def _abstained(ctx: CaseContext) -> tuple[bool, str]:
     scale="binary",
     higher_is_better=True,
     seed="001",
-    version="2",
+    version="3",  # 3: a judge reply that is no real answer (raglake.judge.honesty) no longer classifies
     applies_to="unanswerable",
     inputs=("abstained", "answer"),
     steps=(ABSTENTION,),
@@ -47,7 +47,7 @@ def abstention_accuracy(ctx: CaseContext) -> Score:
     scale="binary",
     higher_is_better=False,
     seed="001",
-    version="2",
+    version="3",  # as abstention_accuracy
     applies_to="unanswerable",
     inputs=("abstained", "answer"),
     steps=(ABSTENTION,),

@@ -20,7 +20,10 @@ class ScoringConfig:
     k: int = 5
     require_snippets: bool = False
     theta_s: float = 0.5  # context_sufficiency: a chunk is sufficient at cos(question, chunk) ≥ θs
-    theta_h: float = 0.4  # answer_hallucination: a sentence is unsupported when its best cos < θh
+    # answer_hallucination: a sentence is unsupported when its support (raglake.metrics.support) < θh; 0.70 was
+    # chosen on LFQA-Verification's dev half (docs/metaeval.md)
+    theta_h: float = 0.7
+    theta_h_chunk_cos: float = 0.4  # answer_hallucination_chunk_cos: unsupported when best cos to a chunk < this
     bertscore_layer: int | None = None  # hidden layer for BERTScore (None: the model's last)
     bertscore_idf: bool = False  # weight BERTScore tokens by idf over the run's references
     # composite weights (run configuration; the defaults are the seeds')
@@ -45,7 +48,7 @@ class ScoringConfig:
     def __post_init__(self) -> None:
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
-        for name in ("theta_s", "theta_h"):
+        for name in ("theta_s", "theta_h", "theta_h_chunk_cos"):
             if not -1.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a cosine threshold in [-1, 1], got {getattr(self, name)}")
 

@@ -9,7 +9,8 @@ import numpy as np
 from raglake.embed.texts import answer_sentences
 from raglake.errors import RaglakeError
 from raglake.metrics.context import CaseContext
-from raglake.metrics.registry import Score, register
+from raglake.metrics.registry import Score, SentenceScore, register
+from raglake.metrics.support import ContextSentences, sentence_support
 
 _EMB = dict(family="embedding", seed="003")
 
@@ -105,6 +106,7 @@ def _answer_reference(ctx: CaseContext) -> float | Score:
     texts=("answer", "reference_answer"),
     headline=True,
     worst_cases=True,
+    yardsticks=("similarity", "correctness"),
     **_EMB,
 )
 def answer_correctness_emb(ctx: CaseContext) -> Score:
@@ -121,6 +123,8 @@ def answer_correctness_emb(ctx: CaseContext) -> Score:
     higher_is_better=True,
     inputs=("answer", "reference_answer", "vectors"),
     texts=("answer", "reference_answer"),
+    scale_view="semantic_similarity_0_100",  # sql/views/42_semantic_similarity_0_100.sql
+    yardsticks=("similarity", "correctness"),
 )
 def semantic_similarity(ctx: CaseContext) -> Score:
     """max(0, cos(answer, reference answer)); the 0-100 view is this × 100, rounded to 2 places."""
@@ -128,17 +132,62 @@ def semantic_similarity(ctx: CaseContext) -> Score:
     return cos if isinstance(cos, Score) else _ok(ctx, max(0.0, cos))
 
 
+def _answer_support(ctx: CaseContext) -> list[SentenceScore] | Score:
+    """Every answer sentence's support by the top-K chunks' sentences (raglake.metrics.support)."""
+    if not ctx.capture.answer.strip():
+        return Score.undefined("empty_answer")
+    if ctx.abstained:
+        return Score.undefined("abstained")
+    context = ContextSentences.of([(c.rank, c.text) for c in ctx.top if c.text.strip()])
+    if not context.sentences:
+        return Score.undefined("no_chunks")
+    sentences = answer_sentences(ctx.capture.answer)
+    table = _table(ctx)
+    return sentence_support(
+        sentences, table.many(sentences), context, table.many(context.sentences), ctx.config.theta_h
+    )
+
+
+_SUPPORT = dict(
+    inputs=("answer", "retrieved", "vectors"),
+    texts=("answer_sentences", "context_sentences"),
+    yardsticks=("support",),
+    **_EMB,
+)
+
+
+@register("answer_hallucination", version="2", scale="0-1", higher_is_better=False, headline=True, **_SUPPORT)
+def answer_hallucination(ctx: CaseContext) -> Score:
+    """Share of answer sentences with support < θh (0.7): 0.7·best cos to a chunk sentence + 0.3·word coverage.
+
+    Each sentence's score lands in `sentence_scores` (value h = 1 − support, flagged, best_cos,
+    coverage, best_rank); α = 0.3 and θh were chosen on LFQA-Verification's dev half (docs/metaeval.md)."""
+    scored = _answer_support(ctx)
+    if isinstance(scored, Score):
+        return scored
+    return Score.ok(
+        float(np.mean([s.flagged for s in scored])), model=ctx.embeddings.vectors.embedder_key, detail=tuple(scored)
+    )
+
+
+@register("answer_hallucination_score", scale="0-1", higher_is_better=False, **_SUPPORT)
+def answer_hallucination_score(ctx: CaseContext) -> Score:
+    """max over answer sentences of 1 − support: the least supported sentence, continuous (pick your own threshold)."""
+    scored = _answer_support(ctx)
+    return scored if isinstance(scored, Score) else _ok(ctx, max(s.value for s in scored))
+
+
 @register(
-    "answer_hallucination",
+    "answer_hallucination_chunk_cos",
     scale="0-1",
     higher_is_better=False,
     inputs=("answer", "retrieved", "vectors"),
     texts=("answer_sentences", "top_k_contexts"),
-    headline=True,
+    yardsticks=("support",),
     **_EMB,
 )
-def answer_hallucination(ctx: CaseContext) -> Score:
-    """Share of answer sentences whose best cos to any top-K chunk is < θh (default 0.4)."""
+def answer_hallucination_chunk_cos(ctx: CaseContext) -> Score:
+    """The first rule (answer_hallucination v1): share of answer sentences with best cos to a whole chunk < 0.4."""
     if not ctx.capture.answer.strip():
         return Score.undefined("empty_answer")
     if ctx.abstained:
@@ -149,7 +198,7 @@ def answer_hallucination(ctx: CaseContext) -> Score:
     sentences = answer_sentences(ctx.capture.answer)
     table = _table(ctx)
     best = (table.many(sentences) @ table.many(chunks).T).max(axis=1)
-    return _ok(ctx, (best < ctx.config.theta_h).mean())
+    return _ok(ctx, (best < ctx.config.theta_h_chunk_cos).mean())
 
 
 def _bert(ctx: CaseContext, part: str) -> Score:
@@ -178,7 +227,7 @@ _BERT = dict(
 )
 
 
-@register("bert_score_f1", headline=True, **_BERT)
+@register("bert_score_f1", headline=True, yardsticks=("similarity", "correctness"), **_BERT)
 def bert_score_f1(ctx: CaseContext) -> Score:
     """BERTScore F1: greedy cosine matching of contextual token embeddings (answer vs reference)."""
     return _bert(ctx, "f1")

@@ -55,6 +55,12 @@ def mean_cosine(o: StepOutcome) -> float:
     return float(np.mean(o.data["cosines"])) if o.data and o.data.get("cosines") else float("nan")
 
 
+# version 2: a schema-valid reply that is no real answer (placeholders, schema echoes, empty required
+# text: raglake.judge.honesty) is a parse_error, no longer a value
+JUDGE_VERSION = "2"
+WP_VIEW = "wp_scores_1_5"  # sql/views/41_wp_scores_1_5.sql: the white paper's 1-5 presentation
+
+
 def _judge(
     name: str,
     steps: Sequence[JudgeStep],
@@ -62,6 +68,7 @@ def _judge(
     seed: str,
     better: bool | None = True,
     inputs: tuple[str, ...] = (),
+    scale_view: str | None = None,
     **shown: bool,
 ):
     return register(
@@ -70,13 +77,15 @@ def _judge(
         scale=scale,
         higher_is_better=better,
         seed=seed,
+        version=JUDGE_VERSION,
         inputs=inputs,
         steps=tuple(steps),
+        scale_view=scale_view,
         **shown,
     )
 
 
-@_judge("groundedness", [GROUNDEDNESS], "0-5", "001", headline=True)
+@_judge("groundedness", [GROUNDEDNESS], "0-5", "001", headline=True, yardsticks=("support",))
 def groundedness(ctx: CaseContext) -> Score:
     """0-5: are all claims supported by the top-K chunks (and the major ones cited)?"""
     return from_step(ctx, GROUNDEDNESS, lambda d: d["score"])
@@ -88,13 +97,13 @@ def correctness(ctx: CaseContext) -> Score:
     return from_step(ctx, CORRECTNESS, lambda d: d["score"])
 
 
-@_judge("wp_correctness", [WP_CORRECTNESS], "1-5", "002")
+@_judge("wp_correctness", [WP_CORRECTNESS], "1-5", "002", scale_view=WP_VIEW, yardsticks=("correctness",))
 def wp_correctness(ctx: CaseContext) -> Score:
     """1-5: factual alignment of the answer with the reference."""
     return from_step(ctx, WP_CORRECTNESS, lambda d: d["score"])
 
 
-@_judge("wp_relevance", [WP_RELEVANCE], "1-5", "002")
+@_judge("wp_relevance", [WP_RELEVANCE], "1-5", "002", scale_view=WP_VIEW)
 def wp_relevance(ctx: CaseContext) -> Score:
     """1-5: does the answer address the question's intent?"""
     return from_step(ctx, WP_RELEVANCE, lambda d: d["score"])
@@ -112,7 +121,7 @@ def _wp(ctx: CaseContext, value: Callable[[dict], float | Score], no_chunks: Sco
     return from_step(ctx, WP_FACT_CHECK, value)
 
 
-@_judge("wp_faithfulness", [WP_FACT_CHECK], "0-1", "002")
+@_judge("wp_faithfulness", [WP_FACT_CHECK], "0-1", "002", scale_view=WP_VIEW, yardsticks=("support",))
 def wp_faithfulness(ctx: CaseContext) -> Score:
     """Supported facts / facts in the answer; no chunks → 1.0 (reason no_context); 1-5 view = 1 + 4x."""
     return _wp(
@@ -122,14 +131,14 @@ def wp_faithfulness(ctx: CaseContext) -> Score:
     )
 
 
-@_judge("wp_precision", [WP_FACT_CHECK], "0-1", "002")
+@_judge("wp_precision", [WP_FACT_CHECK], "0-1", "002", scale_view=WP_VIEW)
 def wp_precision(ctx: CaseContext) -> Score:
     """Chunks the answer uses / chunks retrieved; no chunks → undefined."""
     n = len([c for c in ctx.top if c.text.strip()])
     return _wp(ctx, lambda d: len({i for i in d["chunks_used"] if 1 <= i <= n}) / n, Score.undefined("no_chunks"))
 
 
-@_judge("wp_recall", [WP_FACT_CHECK], "0-1", "002")
+@_judge("wp_recall", [WP_FACT_CHECK], "0-1", "002", scale_view=WP_VIEW)
 def wp_recall(ctx: CaseContext) -> Score:
     """Facts covered by the chunks / facts (the reference's when the answer is indistinct); no chunks → 1.0."""
 
@@ -168,7 +177,7 @@ def _one_to_five(x: float) -> float:
     return 1 + 4 * x
 
 
-@_judge("wp_composite", [WP_FACT_CHECK, WP_CORRECTNESS, WP_RELEVANCE], "1-5", "002")
+@_judge("wp_composite", [WP_FACT_CHECK, WP_CORRECTNESS, WP_RELEVANCE], "1-5", "002", scale_view=WP_VIEW)
 def wp_composite(ctx: CaseContext) -> Score:
     """0.4·correctness + 0.2·faithfulness + 0.2·precision + 0.2·recall + 0·relevance on the 1-5 view."""
     parts = {
@@ -188,7 +197,7 @@ def wp_composite(ctx: CaseContext) -> Score:
     )
 
 
-@_judge("faithfulness", [FAITHFULNESS], "0-1", "004", headline=True, worst_cases=True)
+@_judge("faithfulness", [FAITHFULNESS], "0-1", "004", headline=True, worst_cases=True, yardsticks=("support",))
 def faithfulness(ctx: CaseContext) -> Score:
     """Claims of the answer supported by the chunks / claims; no claims → 1.0."""
 
@@ -285,7 +294,16 @@ def _composite(score: Score, parts: dict[str, Score]) -> Score:
     )
 
 
-@_judge("factual_accuracy", [FACTUAL_ACCURACY], "0-1", "004", headline=True, worst_cases=True)
+@_judge(
+    "factual_accuracy",
+    [FACTUAL_ACCURACY],
+    "0-1",
+    "004",
+    scale_view="factual_accuracy_grades",  # sql/views/40_factual_accuracy_grades.sql
+    headline=True,
+    worst_cases=True,
+    yardsticks=("correctness",),  # raglake metaeval
+)
 def factual_accuracy(ctx: CaseContext) -> Score:
     """GEval: (0.5·correctness + 0.3·completeness + 0.2·consistency) / 100; grade A ≥ .8, B ≥ .6, C ≥ .4, D ≥ .2, else E."""  # noqa: E501
     return from_step(ctx, FACTUAL_ACCURACY, geval_score)
@@ -297,7 +315,8 @@ def _answer_class(name: str, cls: str, better: bool) -> None:
 
     fn.__doc__ = f"1 if the answer's class is {cls} (uncertainty phrases → DON'T KNOW, else the judge: CORRECT/WRONG)."
     fn.__name__ = name
-    _judge(name, [ANSWER_CLASS], "binary", "004", better, headline=better is True)(fn)
+    yardsticks = ("correctness",) if cls == "CORRECT" else ()  # raglake metaeval: CORRECT vs WRONG / DON'T KNOW
+    _judge(name, [ANSWER_CLASS], "binary", "004", better, headline=better is True, yardsticks=yardsticks)(fn)
 
 
 for _name, _cls, _better in (

@@ -1,4 +1,5 @@
-"""Run-level judge figures (METRICS.md §5 spot-check, §6 cost): calls, tokens, cost, disagreement."""
+"""Run-level judge figures (METRICS.md §5 spot-check, §6 cost): calls, tokens, cost and whether every call
+had a price, disagreement. The judge's latency per prompt is among latency_p50_ms / latency_p95_ms."""
 
 from __future__ import annotations
 
@@ -30,13 +31,46 @@ _stat("judge_calls", "calls", "count", "Requests that reached the judge (retries
 _stat("judge_ledger_hits", "ledger_hits", "count", "Judge calls answered from the ledger (not made again, not paid).")
 _stat("judge_prompt_tokens", "prompt_tokens", "tokens", "Prompt tokens the judge's API reported.")
 _stat("judge_completion_tokens", "completion_tokens", "tokens", "Completion tokens the judge's API reported.")
-_stat(
+
+
+@register(
     "judge_cost_usd",
-    "cost_usd",
-    "usd",
-    "Cost from the price table (unknown models cost 0 and are flagged).",
+    family="operational",
+    scale="usd",
+    higher_is_better=False,
+    seed="001",
+    version="2",
+    level="run",
+    inputs=("judge_stats",),
     headline=True,
 )
+def judge_cost_usd(run: RunInputs) -> list[RunValue]:
+    """Cost from the price table; NaN when no call had a price, and judge_price_known says whether every call had one."""  # noqa: E501
+    stats = run.judge_stats
+    if not stats or "cost_usd" not in stats:
+        return []
+    unknown = stats.get("unpriced_calls", 0) > 0 and not stats.get("priced_calls", 0)
+    cost = float("nan") if unknown else float(stats["cost_usd"])  # no call had a price: unknown, not free
+    return [RunValue("judge_cost_usd", cost, None, len(run.captures), "usd")]
+
+
+@register(
+    "judge_price_known",
+    family="operational",
+    scale="binary",
+    higher_is_better=None,
+    seed="001",
+    level="run",
+    inputs=("judge_stats",),
+)
+def judge_price_known(run: RunInputs) -> list[RunValue]:
+    """1 when every judge call made had a price in the price table, 0 when one did not (judge_cost_usd leaves it out); n = calls."""  # noqa: E501
+    stats = run.judge_stats
+    if not stats or not stats.get("calls"):
+        return []
+    return [RunValue("judge_price_known", float(not stats.get("unpriced_calls")), None, int(stats["calls"]), "flag")]
+
+
 _stat("judge_skipped_budget", "skipped_budget", "count", "Judge calls not made because the budget ran out.")
 
 
@@ -46,15 +80,17 @@ _stat("judge_skipped_budget", "skipped_budget", "count", "Judge calls not made b
     scale="0-1",
     higher_is_better=False,
     seed="001",
+    version="2",
     level="run",
     inputs=("judge_stats",),
 )
 def judge_disagreement_rate(run: RunInputs) -> list[RunValue]:
-    """Spot-check: share of (case, step) pairs where the second judge's score differs by > 1 point (or the class differs); n = spot_check_n."""  # noqa: E501
+    """Spot-check: share of (case, step) pairs where the second judgement's score differs by > 1 point (or the class differs); spot_check_n = questions judged twice."""  # noqa: E501
     pairs = (run.judge_stats or {}).get("spot_pairs") or []
     if not pairs:
         return []
+    questions = len({c for c, _, _ in pairs})
     return [
         RunValue("judge_disagreement_rate", sum(d for _, _, d in pairs) / len(pairs), None, len(pairs), "share"),
-        RunValue("spot_check_n", float(len(pairs)), None, len({c for c, _, _ in pairs}), "pairs"),
+        RunValue("spot_check_n", float(questions), None, questions, "questions"),
     ]

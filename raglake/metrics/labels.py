@@ -13,7 +13,7 @@ from raglake.metrics.columnar_answers import ANSWER_SOURCES, answer_label
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import Score, columnar_form, register
 from raglake.metrics.retrieval import dcg, ideal_dcg, label_grade, reciprocal_rank
-from raglake.metrics.steps import LABEL_ANSWER, LABEL_CHUNKS
+from raglake.metrics.steps import JUDGE_LABELS, LABEL_ANSWER, LABEL_CHUNKS
 
 
 def _chunk_values(ctx: CaseContext, name: str) -> tuple[list[int], str] | Score:
@@ -102,6 +102,8 @@ def _answer_rate(label: str, metric: str, higher_is_better: bool, symbol: str) -
         scale="0-1",
         higher_is_better=higher_is_better,
         seed="000",
+        # 2: a judge label from a reply that is no real answer (raglake.judge.honesty) is a parse_error
+        version="2" if label in JUDGE_LABELS else "1",
         inputs=("answer", "labels"),
         steps=(LABEL_ANSWER,),
     )(fn)

@@ -20,6 +20,7 @@ class RunInputs:
     manifest: Any = None  # the target's index manifest (raglake.builtin.index.IndexManifest), when it has one
     embedding_stats: dict[str, float] | None = None  # the run's embedding stage: distinct texts, encoded, seconds
     judge_stats: dict[str, Any] | None = None  # calls, ledger_hits, tokens, cost_usd, spot_pairs
+    captures_reused: int | None = None  # cases whose captures an earlier run made (see captures_reused)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -27,15 +28,18 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
-def _latencies(run: RunInputs, q: float, name: str) -> list[RunValue]:
+def _latencies(run: RunInputs, q: int, name: str) -> list[RunValue]:
     """The target's own stage timings over successful captures; the measured wall time over every call
-    (a timeout is a real wait)."""
+    (a timeout is a real wait); the judge's calls per prompt (stage `judge:<prompt>`, and
+    `spot_check:<prompt>` for the second judge), as the judge stage measured them."""
     out = []
     for stage in LATENCY_STAGES:
         values = [getattr(c.latency_ms, stage) for c in run.captures if stage == "wall" or not c.failed]
         values = [v for v in values if v is not None]
         if values:
             out.append(RunValue(name, percentile(values, q), stage, len(values), "ms"))
+    judged = (run.judge_stats or {}).get("latency_ms") or {}
+    out += [RunValue(name, f[f"p{q}"], stage, int(f["n"]), "ms") for stage, f in sorted(judged.items())]
     return out
 
 
@@ -46,11 +50,11 @@ def _latencies(run: RunInputs, q: float, name: str) -> list[RunValue]:
     higher_is_better=False,
     seed="001",
     level="run",
-    inputs=("latency_ms",),
+    inputs=("latency_ms", "judge_stats"),
     headline=True,
 )
 def latency_p50_ms(run: RunInputs) -> list[RunValue]:
-    """Median latency per stage (the target's own timings, and `wall` measured around the call)."""
+    """Median latency per stage (the target's own timings, `wall` measured around the call, `judge:<prompt>` per judge prompt)."""  # noqa: E501
     return _latencies(run, 50, "latency_p50_ms")
 
 
@@ -61,7 +65,7 @@ def latency_p50_ms(run: RunInputs) -> list[RunValue]:
     higher_is_better=False,
     seed="001",
     level="run",
-    inputs=("latency_ms",),
+    inputs=("latency_ms", "judge_stats"),
     headline=True,
 )
 def latency_p95_ms(run: RunInputs) -> list[RunValue]:
@@ -133,6 +137,24 @@ def suite_seconds(run: RunInputs) -> list[RunValue]:
 def stage_seconds(run: RunInputs) -> list[RunValue]:
     """Wall time of each of raglake's own stages (capture, scoring, landing)."""
     return [RunValue("stage_seconds", s, stage, len(run.captures), "seconds") for stage, s in run.stage_seconds.items()]
+
+
+@register(
+    "captures_reused",
+    family="operational",
+    scale="0-1",
+    higher_is_better=None,
+    seed="001",
+    level="run",
+    inputs=("captures_reused",),
+)
+def captures_reused(run: RunInputs) -> list[RunValue]:
+    """Share of cases whose capture an earlier run of the same deterministic target made (reused from
+    the staged results): their latencies are that run's, not measured in this one (absent: none)."""
+    n = len(run.captures)
+    if not run.captures_reused or n == 0:
+        return []
+    return [RunValue("captures_reused", run.captures_reused / n, None, n, "share")]
 
 
 @register(

@@ -1,5 +1,6 @@
 """The metric registry: every metric is registered once, with its metadata, next to its function.
-Flows, the CLI, the docs table and the SQL `metrics` view all read this registry."""
+Flows, the CLI, the docs table and the SQL `metric_registry` view all read this registry
+(the lake's landed `metrics` table is its copy per scoring)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,22 @@ STATUSES = ("ok", "undefined", "judge_error", "parse_error", "skipped")
 FAMILIES = ("retrieval", "label", "abstention", "embedding", "judge", "operational")
 LEVELS = ("case", "run")
 APPLIES_TO = ("all", "answerable", "unanswerable")
+# what people label that a metric can be held against (`raglake metaeval`, docs/metaeval.md): graded
+# similarity to a reference, support of a sentence by its contexts, correctness against a reference
+YARDSTICKS = ("similarity", "support", "correctness")
+
+
+@dataclass(frozen=True)
+class SentenceScore:
+    """One answer sentence's score inside a case-level metric (the lake's `sentence_scores` table)."""
+
+    index: int  # 0-based, in the order the sentence splitter gives
+    sentence: str
+    value: float
+    flagged: bool | None = None  # over the metric's threshold
+    best_cos: float | None = None  # the embedding part: best cosine to a context sentence
+    coverage: float | None = None  # the lexical part: share of its content words in the contexts
+    best_rank: int | None = None  # rank of the chunk holding its best-matching context sentence
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,7 @@ class Score:
     prompt_id: str | None = None
     prompt_version: str | None = None
     judge_call: str | None = None  # call_key of the judge call behind the value (judge_calls table)
+    detail: tuple[SentenceScore, ...] = ()  # per-sentence scores behind the value, where the metric has them
 
     @staticmethod
     def ok(
@@ -93,12 +111,17 @@ class Metric:
     # the kinds of text whose vectors it reads from the run's vector table (raglake.embed.texts.TEXT_KINDS):
     # the embedding stage encodes the union over the selected metrics, nothing else
     texts: tuple[str, ...] = ()
+    # the SQL view (sql/views/) that shows it on its seed's presentation scale (1-5, 0-100, letter grade),
+    # derived from the stored value, never computed twice; the view picks its metrics by this name
+    scale_view: str | None = None
+    # the human labels it can be held against (YARDSTICKS): `raglake metaeval` picks its metrics by this
+    yardsticks: tuple[str, ...] = ()
     # its vectorised form over a whole batch (raglake.metrics.columnar), set by @columnar_form beside the metric
     columnar: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def input_names(self) -> tuple[str, ...]:
-        """Its inputs as the docs table and the `metrics` view show them (a judge step as judge:<name>)."""
+        """Its inputs as the docs table and the `metric_registry` view show them (a judge step as judge:<name>)."""
         return (*self.inputs, *(f"judge:{s.name}" for s in self.steps))
 
     def as_row(self) -> dict[str, Any]:
@@ -113,6 +136,7 @@ class Metric:
             "applies_to": self.applies_to,
             "inputs": ",".join(self.input_names),
             "description": self.description,
+            "scale_view": self.scale_view,
         }
 
 
@@ -134,6 +158,8 @@ def register(
     headline: bool = False,
     worst_cases: bool = False,
     texts: tuple[str, ...] = (),
+    scale_view: str | None = None,
+    yardsticks: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register `fn` under `name`; the first docstring line becomes the description."""
     if family not in FAMILIES or level not in LEVELS or applies_to not in APPLIES_TO:
@@ -143,6 +169,9 @@ def register(
             raise UnknownNameError(f"kind of text (texts=) of metric {name!r}", kind, TEXT_KINDS)
     if texts and "vectors" not in inputs:
         raise ValueError(f"metric {name!r} declares texts={texts} but does not read 'vectors' (inputs=)")
+    for kind in yardsticks:
+        if kind not in YARDSTICKS:
+            raise UnknownNameError(f"yardstick of metric {name!r}", kind, YARDSTICKS)
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY:
@@ -164,6 +193,8 @@ def register(
             headline,
             worst_cases,
             tuple(texts),
+            scale_view=scale_view,
+            yardsticks=tuple(yardsticks),
         )
         return fn
 

@@ -235,6 +235,7 @@ def attribution_hit(ctx: CaseContext) -> Score:
     scale="binary",
     higher_is_better=True,
     seed="001",
+    version="2",  # 2: a judge reply that is no real answer (raglake.judge.honesty) gives no acknowledges_conflict
     inputs=("references", "gold_supports", "recency_conflict_rule", "labels"),
     steps=(ACKNOWLEDGES_CONFLICT,),
 )

@@ -72,8 +72,10 @@ def finish_run(
     embedding_stats: dict[str, float] | None = None,
     embedder_key: str | None = None,
     judge: JudgeSummary | None = None,
+    captures_reused: int | None = None,
 ) -> tuple[RunRecord, list[RunValue], dict[str, list[Any]] | None]:
-    """The run's `runs` row, its run-level figures and its coverage rows."""
+    """The run's `runs` row, its run-level figures and its coverage rows. `captures_reused`: how many
+    cases' captures an earlier run made (a deterministic target's, reused from the staged results)."""
     manifest = plan.target.manifest()
     inputs = RunInputs(
         captures,
@@ -82,6 +84,7 @@ def finish_run(
         manifest=manifest,
         embedding_stats=embedding_stats,
         judge_stats=judge.stats if judge else None,
+        captures_reused=captures_reused,
     )
     run_level = all_metrics(level="run")
     values = [v for m in run_level for v in m.fn(inputs)]

@@ -13,7 +13,7 @@ from typing import Any
 from raglake.judge.budget import Budget
 from raglake.judge.config import JudgeConfig
 from raglake.judge.ledger import JudgeLedger
-from raglake.judge.stage import JudgedBatch
+from raglake.judge.stage import JudgedBatch, SpotSample
 from raglake.judge.stage import judge_batch as run_judge_batch
 from raglake.lake.calls import LakeCallStore
 from raglake.lake.store import Lake
@@ -78,10 +78,10 @@ def judge_batch(
     run_id: str | None,
     encoder: Any = None,
     spot_check: JudgeConfig | None = None,
-    spot_ids: frozenset[str] = frozenset(),
+    spot_sample: SpotSample | None = None,
 ) -> JudgedBatch:
     """Every judge step the batch's cases need, through the run's session (its ledger and budget)."""
     session = JUDGE_RUNS.open(judge_config, lake_url, run_id)
     return run_judge_batch(
-        pairs, metrics, config, judge_config, session.ledger, session.budget, encoder, spot_check, spot_ids
+        pairs, metrics, config, judge_config, session.ledger, session.budget, encoder, spot_check, spot_sample
     )

@@ -15,7 +15,7 @@ from raglake.metrics.registry import all_metrics
 
 
 def registry_table() -> pa.Table:
-    """The registry as a table, one row per metric (the lake's `metrics` view)."""
+    """The registry as a table, one row per metric (the lake's `metric_registry` view)."""
     return pa.Table.from_pylist([m.as_row() for m in all_metrics()])
 
 
@@ -29,5 +29,5 @@ def open_lake(lake: Lake | str | Path | None = None) -> LakeQueries:
 
 
 def connect_lake(lake: Lake | str | Path | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-only DuckDB over the lake's views, the `metrics` view included (for ad-hoc SQL)."""
+    """A read-only DuckDB over the lake's views, the `metric_registry` view included (for ad-hoc SQL)."""
     return connect(_lake(lake), registry_table())

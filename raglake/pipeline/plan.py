@@ -114,12 +114,17 @@ class RunPlan:
                 "bertscore_version": BERTSCORE_VERSION,
                 "target_config": getattr(self.target, "recorded_config", dict)(),
                 "judge": self.judge.recorded() if self.judge is not None else None,
-                "spot_check": {"model": self.spot_check.model, "share": self.spot_share, "minimum": self.spot_min}
+                "spot_check": {
+                    "model": self.spot_check.model,
+                    "variant": self.spot_check.prompt_variant,
+                    "share": self.spot_share,
+                    "minimum": self.spot_min,
+                }
                 if self.spot_check is not None
                 else None,
             },
             embedder=embedder_key or (manifest.embedding_model if manifest is not None else None),
-            judge_models=",".join(c.model for c in (self.judge, self.spot_check) if c is not None) or None,
+            judge_models=",".join(dict.fromkeys(c.model for c in (self.judge, self.spot_check) if c)) or None,
             prompt_versions=self.prompt_versions(),
             index_version=manifest.index_version if manifest is not None else None,
             index_info=manifest.info() if manifest is not None else {},

@@ -24,7 +24,7 @@ from raglake.lake.store import Lake
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView
-from raglake.pipeline.rows import staged_parts
+from raglake.pipeline.rows import land_scoring
 from raglake.pipeline.staging import ScoredRef
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.replay import ReplayRun
@@ -174,11 +174,9 @@ def new_scoring_id(run_id: str, metrics: list[str]) -> str:
 
 
 def land_scores(q: LakeQueries, run_id: str, scored: Sequence[ScoredRef], scoring_id: str) -> int:
-    """Append a re-scoring's rows to the run (one atomic file under a new scoring id, streamed from
-    the staged batches)."""
-    q.lake.write(
-        "scores", run_id, staged_parts(scored, "scores", scoring_id, dt.datetime.now(dt.timezone.utc)), scoring_id
-    )
+    """Append a re-scoring's rows to the run (raglake.pipeline.rows.land_scoring: one atomic file per
+    table under a new scoring id, streamed from the staged batches; then `is_latest` settled)."""
+    land_scoring(q.lake, run_id, scored, scoring_id)
     return sum(r.n_scores for r in scored)
 
 

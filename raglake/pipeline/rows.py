@@ -14,9 +14,10 @@ from typing import Any
 import pyarrow as pa
 
 from raglake.lake.landing import land_run
+from raglake.lake.latest import settle
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
-from raglake.metrics.registry import RunValue
+from raglake.metrics.registry import Metric, RunValue, get_metric
 from raglake.pipeline.scoring import ScoredBatch
 from raglake.pipeline.staging import ScoredRef, jsonl
 from raglake.schemas import LATENCY_STAGES, Capture, GoldenCase
@@ -53,6 +54,9 @@ class RunRecord:
         for key in ("metric_versions", "prompt_versions", "index_info"):
             row[key] = json.dumps(row[key], sort_keys=True)
         row["config_json"] = json.dumps(row.pop("config"), sort_keys=True, default=str)
+        row["target_spec"] = row.pop("target")  # the lake's and the CLI's name for what --target was given
+        row["committed"] = True  # the runs row is the run's commit: it is written last
+        row["committed_at"] = dt.datetime.now(dt.timezone.utc)
         return {k: [v] for k, v in row.items()}
 
     def table(self) -> pa.Table:
@@ -117,7 +121,26 @@ def scores_table(scored: ScoredBatch, scoring_id: str, scored_at: dt.datetime) -
     n = len(cols["case_id"])
     cols["scoring_id"] = [scoring_id] * n
     cols["scored_at"] = [scored_at] * n
+    cols["is_latest"] = [True] * n  # the newest when written; raglake.lake.latest.settle flips superseded rows
     return to_arrow(TABLES["scores"], cols)
+
+
+def metrics_table(metrics: Sequence[Metric], scoring_id: str, scored_at: dt.datetime) -> pa.Table:
+    """What each metric of a scoring means (the lake's `metrics` table), from the registry."""
+    rows = []
+    for m in metrics:
+        row = m.as_row()
+        row["inputs"] = list(m.input_names)
+        row["direction"] = {True: "higher", False: "lower", None: "none"}[m.higher_is_better]
+        row.update(headline=m.headline, scoring_id=scoring_id, scored_at=scored_at)
+        rows.append(row)
+    names = TABLES["metrics"].schema.names
+    return to_arrow(TABLES["metrics"], {name: [r[name] for r in rows] for name in names})
+
+
+def run_metric_defs(run: RunRecord) -> list[Metric]:
+    """The registry's metrics a run computed (its metric_versions), in registry order of names."""
+    return [get_metric(name) for name in sorted(run.metric_versions)]
 
 
 def run_metrics_table(values: Sequence[RunValue], versions: dict[str, str]) -> pa.Table:
@@ -149,7 +172,9 @@ def run_tables(
         "chunks": to_arrow(TABLES["chunks"], scored.chunks),
         "labels": to_arrow(TABLES["labels"], scored.labels),
         "scores": scores_table(scored, scoring_id, run.finished_at),
+        "sentence_scores": with_scoring_id(scored.tables()["sentence_scores"], scoring_id),
         "run_metrics": run_metrics_table(run_values, run.metric_versions),
+        "metrics": metrics_table(run_metric_defs(run), scoring_id, run.finished_at),
     }
     if coverage:
         tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
@@ -161,14 +186,27 @@ def with_scoring(part: pa.Table, scoring_id: str, scored_at: dt.datetime) -> pa.
     n = part.num_rows
     part = part.append_column("scoring_id", pa.array([scoring_id] * n, pa.string()))
     part = part.append_column("scored_at", pa.array([scored_at] * n, TABLES["scores"].schema.field("scored_at").type))
+    part = part.append_column("is_latest", pa.array([True] * n, pa.bool_()))  # see scores_table
     return part.select(TABLES["scores"].schema.names).cast(TABLES["scores"].schema)
+
+
+def with_scoring_id(part: pa.Table, scoring_id: str) -> pa.Table:
+    """A staged part of the sentence scores with its scoring's id on every row."""
+    part = part.append_column("scoring_id", pa.array([scoring_id] * part.num_rows, pa.string()))
+    return part.select(TABLES["sentence_scores"].schema.names).cast(TABLES["sentence_scores"].schema)
 
 
 def staged_parts(refs: Sequence[ScoredRef], name: str, scoring_id: str, scored_at: dt.datetime) -> Iterator[pa.Table]:
     """One staged table of every scored batch, in batch order, read one at a time."""
     for ref in sorted(refs, key=lambda r: r.index):
         part = ref.table(name)
-        yield with_scoring(part, scoring_id, scored_at) if name == "scores" else part.cast(TABLES[name].schema)
+        if name == "scores":
+            yield with_scoring(part, scoring_id, scored_at)
+        elif name == "sentence_scores":
+            if part is not None:  # None: a batch staged before per-sentence scores existed
+                yield with_scoring_id(part, scoring_id)
+        else:
+            yield part.cast(TABLES[name].schema)
 
 
 def land_staged_run(
@@ -182,12 +220,35 @@ def land_staged_run(
     """Land a run whose scored batches are staged (raglake.pipeline.staging): each table's file is
     streamed from the staged parts, so memory holds a row group, not the run; the runs row last."""
     tables: dict[str, Any] = {
-        name: staged_parts(refs, name, scoring_id, run.finished_at) for name in ("cases", "chunks", "labels", "scores")
+        name: staged_parts(refs, name, scoring_id, run.finished_at)
+        for name in ("cases", "chunks", "labels", "scores", "sentence_scores")
     }
     tables["run_metrics"] = run_metrics_table(run_values, run.metric_versions)
+    tables["metrics"] = metrics_table(run_metric_defs(run), scoring_id, run.finished_at)
     if coverage:
         tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
-    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems={"scores": scoring_id})
+    stems = {"scores": scoring_id, "sentence_scores": scoring_id, "metrics": scoring_id}
+    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems=stems)
+
+
+def land_scoring(lake: Lake, run_id: str, refs: Sequence[ScoredRef], scoring_id: str) -> None:
+    """Land a re-scoring of a committed run: its scores and sentence scores (one new file each, streamed
+    from the staged batches), what its metrics mean (`metrics`), then `is_latest` settled on the run's
+    scores (the rows it supersedes flipped to false). Settled first too: a crash between an earlier
+    re-scoring's landing and its settle is repaired here."""
+    settle(lake, run_id)
+    now = dt.datetime.now(dt.timezone.utc)
+    seen: set[str] = set()
+
+    def scores() -> Iterator[pa.Table]:
+        for part in staged_parts(refs, "scores", scoring_id, now):
+            seen.update(part.column("metric").unique().to_pylist())
+            yield part
+
+    lake.write("scores", run_id, scores(), scoring_id)
+    lake.write("sentence_scores", run_id, staged_parts(refs, "sentence_scores", scoring_id, now), scoring_id)
+    lake.write("metrics", run_id, metrics_table([get_metric(m) for m in sorted(seen)], scoring_id, now), scoring_id)
+    settle(lake, run_id)
 
 
 def land_scored_run(
@@ -202,4 +263,5 @@ def land_scored_run(
 ) -> None:
     """Build the run's rows and land them (raglake.lake.landing.land_run: the runs row last)."""
     tables = run_tables(run, cases, captures, scored, run_values, scoring_id, coverage)
-    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems={"scores": scoring_id})
+    stems = {"scores": scoring_id, "sentence_scores": scoring_id, "metrics": scoring_id}
+    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems=stems)

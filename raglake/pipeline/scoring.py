@@ -20,11 +20,13 @@ from raglake.metrics.registry import Metric, Score, get_metric
 from raglake.pipeline.embedding import needs_embedder, prepare_embeddings
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
-# the lake's schemas are the one definition of these columns; landing adds a scoring's id and time to scores
-SCORING_COLUMNS = ("scoring_id", "scored_at")
+# the lake's schemas are the one definition of these columns; landing adds a scoring's id, time and
+# is_latest flag to scores
+SCORING_COLUMNS = ("scoring_id", "scored_at", "is_latest")
 SCORE_COLUMNS = tuple(n for n in TABLES["scores"].schema.names if n not in SCORING_COLUMNS)
 LABEL_COLUMNS = tuple(TABLES["labels"].schema.names)
 CHUNK_COLUMNS = tuple(TABLES["chunks"].schema.names)
+SENTENCE_COLUMNS = tuple(n for n in TABLES["sentence_scores"].schema.names if n != "scoring_id")
 
 
 # the scores table as a batch produces it: the lake's schema less the columns landing adds
@@ -36,7 +38,20 @@ STAGED_SCORES = TableSpec(
 )
 
 
-_TABLES = {"scores": STAGED_SCORES, "labels": TABLES["labels"], "chunks": TABLES["chunks"]}
+# per-sentence scores as a batch produces them: landing adds the scoring's id
+STAGED_SENTENCES = TableSpec(
+    "sentence_scores",
+    TABLES["sentence_scores"].partition,
+    TABLES["sentence_scores"].partition_type,
+    pa.schema([f for f in TABLES["sentence_scores"].schema if f.name != "scoring_id"]),
+)
+
+_TABLES = {
+    "scores": STAGED_SCORES,
+    "labels": TABLES["labels"],
+    "chunks": TABLES["chunks"],
+    "sentence_scores": STAGED_SENTENCES,
+}
 
 
 def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
@@ -62,6 +77,7 @@ class ScoredBatch:
                 "scores": scores if scores is not None else _columns(SCORE_COLUMNS),
                 "labels": labels if labels is not None else _columns(LABEL_COLUMNS),
                 "chunks": chunks if chunks is not None else _columns(CHUNK_COLUMNS),
+                "sentence_scores": _columns(SENTENCE_COLUMNS),
             }
 
     def _as_lists(self) -> dict[str, dict[str, list[Any]]]:
@@ -81,6 +97,10 @@ class ScoredBatch:
     @property
     def chunks(self) -> dict[str, list[Any]]:
         return self._as_lists()["chunks"]
+
+    @property
+    def sentence_scores(self) -> dict[str, list[Any]]:
+        return self._as_lists()["sentence_scores"]
 
     def extend(self, other: ScoredBatch) -> None:
         if self._tables is not None and other._tables is not None:
@@ -151,6 +171,15 @@ def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metr
         out["judge_call"].append(score.judge_call)
 
 
+def _add_sentences(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metric, Score]]) -> None:
+    """The per-sentence scores some metrics return with their value (Score.detail)."""
+    for metric, score in scored:
+        for d in score.detail:
+            row = (case_id, metric.name, metric.version, d.index, d.sentence, d.value)
+            for col, value in zip(SENTENCE_COLUMNS, (*row, d.flagged, d.best_cos, d.coverage, d.best_rank)):
+                out[col].append(value)
+
+
 def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
     def row(level: str, rank: int | None, name: str, label: Label) -> None:
         for col, value in zip(LABEL_COLUMNS, (ctx.case.id, level, rank, name, label.value, label.source)):
@@ -213,7 +242,9 @@ def score_batch(
             embeddings=embeddings,
             judge=None if judge is None else judge.get(case.id, {}),
         )
-        _add_scores(batch.scores, case.id, score_context(ctx, metrics))
+        scored = score_context(ctx, metrics)
+        _add_scores(batch.scores, case.id, scored)
+        _add_sentences(batch.sentence_scores, case.id, scored)
         _add_labels(batch.labels, ctx)
         _add_chunks(batch.chunks, ctx)
     return batch
@@ -253,12 +284,14 @@ def score_columnar(
     per_case = [m for m in metrics if not _vectorised(m, judge)]
     if per_case:
         bc.embeddings = prepare_embeddings(batch.pairs(), per_case, config, encoder, idf)
-    columns = [_metric_column(bc, m, judge) for m in metrics]
+    sentences = _columns(SENTENCE_COLUMNS)
+    columns = [_metric_column(bc, m, judge, sentences) for m in metrics]
     return ScoredBatch(
         tables={
             "scores": _table(STAGED_SCORES, score_arrays(batch.case_ids, metrics, columns)),
             "labels": _table(TABLES["labels"], label_arrays(bc)) if judge is None else _per_case_labels(bc),
             "chunks": _table(TABLES["chunks"], chunk_arrays(bc)),
+            "sentence_scores": to_arrow(STAGED_SENTENCES, sentences),
         }
     )
 
@@ -267,7 +300,9 @@ def _vectorised(metric: Metric, judge: dict[str, Any] | None) -> bool:
     return metric.columnar is not None and (judge is None or not metric.steps)
 
 
-def _metric_column(bc: BatchContext, metric: Metric, judge: dict[str, Any] | None) -> Column:
+def _metric_column(
+    bc: BatchContext, metric: Metric, judge: dict[str, Any] | None, sentences: dict[str, list[Any]]
+) -> Column:
     if _vectorised(metric, judge):
         col = metric.columnar(bc)
     else:
@@ -281,7 +316,10 @@ def _metric_column(bc: BatchContext, metric: Metric, judge: dict[str, Any] | Non
         col.undefined(other, "not_answerable" if metric.applies_to == "answerable" else "answerable")
         col.deferred[other] = False
     for row in np.flatnonzero(col.deferred).tolist():
-        col.score(row, metric.fn(bc.context(row)))
+        ctx = bc.context(row)
+        score = metric.fn(ctx)
+        col.score(row, score)
+        _add_sentences(sentences, ctx.case.id, [(metric, score)])
     return col
 
 

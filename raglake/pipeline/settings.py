@@ -57,7 +57,9 @@ class ScoringSettings(_Settings):
     """The scoring settings besides k and require_snippets (raglake.metrics.context.ScoringConfig)."""
 
     theta_s: float = Field(0.5, ge=-1.0, le=1.0, description="context_sufficiency threshold θs (cosine)")
-    theta_h: float = Field(0.4, ge=-1.0, le=1.0, description="answer_hallucination threshold θh (cosine)")
+    theta_h: float = Field(
+        0.7, ge=-1.0, le=1.0, description="answer_hallucination threshold θh (a sentence's support, 0-1)"
+    )
     bertscore_layer: int | None = Field(None, ge=1, description="BERTScore hidden layer (None: the model's last)")
     bertscore_idf: bool = False
     wp_weights: dict[str, float] = Field(default_factory=lambda: dict(ScoringConfig().wp_weights))
@@ -108,12 +110,20 @@ class JudgeSettings(_Settings):
 
 
 class SpotCheckSettings(_Settings):
-    """A second judge model that judges a share of the cases again (reliability)."""
+    """A second judgement of a share of the questions (reliability, seed 001): by a second judge model,
+    by the same judge asked in the prompts' variant wording (`variant`), or both."""
 
-    model: str = Field(min_length=1)
+    model: str | None = Field(None, min_length=1)  # None: the judge's own model (with variant)
     base_url: str | None = None  # None: the judge's
+    variant: bool = False
     share: float = Field(0.1, gt=0, le=1)
     minimum: int = Field(10, ge=0)
+
+    @model_validator(mode="after")
+    def _second_opinion(self) -> SpotCheckSettings:
+        if self.model is None and not self.variant:
+            raise ValueError("a spot-check needs a second model (--spot-check-model) or --spot-check-variant")
+        return self
 
 
 def _known_metrics(names: list[str] | None) -> list[str] | None:
@@ -188,7 +198,9 @@ class RunSettings(_Settings):
             return None, None
         judge = self.judge.config()
         spot = self.spot_check
-        return judge, judge.with_model(spot.model, spot.base_url) if spot is not None else None
+        if spot is None:
+            return judge, None
+        return judge, judge.with_model(spot.model or judge.model, spot.base_url, spot.variant)
 
 
 class RescoreSettings(_Settings):

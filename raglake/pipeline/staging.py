@@ -29,7 +29,7 @@ from raglake.metrics.steps import StepOutcome
 from raglake.schemas import Capture, GoldenCase
 from raglake.spool import Spool
 
-SCORED_TABLES = ("cases", "scores", "labels", "chunks")
+SCORED_TABLES = ("cases", "scores", "labels", "chunks", "sentence_scores")
 
 
 def sha256(data: bytes) -> str:
@@ -104,6 +104,9 @@ class BatchRef:
     captures_key: str | None = None
     judged: str | None = None
     judged_key: str | None = None
+    # its captures were staged by an earlier run of a deterministic target and reused, not captured by
+    # this run: their latencies were measured then (the run's `captures_reused` figure says so)
+    reused: bool = False
 
     def store(self) -> Store:
         return Store(self.results)
@@ -141,8 +144,12 @@ class ScoredRef:
     n_cases: int
     n_scores: int
 
-    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        return Store(self.results).get_table(f"{self.folder}/{name}.parquet", columns)
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table | None:
+        """One staged table; None for `sentence_scores` of a batch staged before that table existed."""
+        store = Store(self.results)
+        if name == "sentence_scores" and not store.exists(f"{self.folder}/{name}.parquet"):
+            return None
+        return store.get_table(f"{self.folder}/{name}.parquet", columns)
 
 
 def _lines(data: bytes) -> list[bytes]:

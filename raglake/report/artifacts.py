@@ -12,22 +12,15 @@ from typing import Any
 from raglake.analysis import LakeQueries
 from raglake.metrics.registry import all_metrics
 from raglake.report.data import comparison, headline_rows, run_info
+from raglake.report.format import number, pvalue, rounded
 
 ARTIFACT_FAMILIES = ("retrieval", "abstention", "embedding", "judge")
 MAX_SLICE_LINES = 10
 
 
-def _r(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(float(value), digits)
-
-
 def _md(value: Any) -> str:
-    """A table cell: no pipe or newline breaks the Markdown table."""
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A table cell (numbers as raglake.report.format.number shows them): no pipe or newline breaks the table."""
+    return number(value).replace("|", "\\|").replace("\n", " ")
 
 
 def summary_table(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> list[dict[str, Any]]:
@@ -40,9 +33,9 @@ def summary_table(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> list[di
             "family": r["family"],
             "higher_is_better": r["higher_is_better"],
             "n": r["n"],
-            "mean": _r(r["mean"]),
-            "ci_low": _r(r["ci_low"]),
-            "ci_high": _r(r["ci_high"]),
+            "mean": rounded(r["mean"]),
+            "ci_low": rounded(r["ci_low"]),
+            "ci_high": rounded(r["ci_high"]),
             "not_scored": r["n_rows"] - r["n"],
         }
         for r in headline
@@ -84,23 +77,23 @@ def summary_markdown(q: LakeQueries, run_id: str, against: str | None = None, *,
             ),
         ]
     if against:
-        lines += _comparison_lines(q, against, run_id, n_boot=n_boot)
+        lines += _comparison_lines(q, against, run_id)
     return "\n".join(lines) + "\n"
 
 
-def _comparison_lines(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: int) -> list[str]:
-    cmp = comparison(q, baseline_id, run_id, n_boot=n_boot)
+def _comparison_lines(q: LakeQueries, baseline_id: str, run_id: str) -> list[str]:
+    cmp = comparison(q, baseline_id, run_id)
     worse = [r for r in cmp.overall if r["regression"]]
     better = [r for r in cmp.overall if r["improvement"]]
     lines = [
         "",
         f"## Against `{baseline_id}` · {_md(cmp.baseline['target_name'])}",
         "",
-        f"{len(worse)} metric(s) worse, {len(better)} better overall (95% paired bootstrap CI excludes 0)."
+        f"{len(worse)} metric(s) worse, {len(better)} better overall. {cmp.summary}."
         + (" **The index changed between the runs.**" if cmp.index_changed else ""),
         "",
-        "| metric | pairs | baseline | candidate | Δ | 95% CI | verdict |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| metric | pairs | baseline | candidate | Δ | 95% CI | q | verdict |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in cmp.overall:
         if r["family"] not in ARTIFACT_FAMILIES:
@@ -108,7 +101,7 @@ def _comparison_lines(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: 
         verdict = "**worse**" if r["regression"] else "better" if r["improvement"] else "no clear change"
         lines.append(
             f"| `{r['metric']}` | {r['n_pairs']} | {_md(r['mean_a'])} | {_md(r['mean_b'])} | "
-            f"{_md(r['diff'])} | [{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {verdict} |"
+            f"{_md(r['diff'])} | [{_md(r['ci_low'])}, {_md(r['ci_high'])}] | {pvalue(r['q_value'])} | {verdict} |"
         )
     slices = [r for r in cmp.flagged if r["regression"]]
     if slices:

@@ -18,6 +18,7 @@ import matplotlib
 from matplotlib.figure import Figure
 
 BAR, REGRESSION, IMPROVEMENT, NEUTRAL = "#4c78a8", "#c0392b", "#2e8b57", "#9aa5b1"
+BASELINE = "#b9c2cc"  # the baseline's bars, beside the candidate's
 SCALE_MAX = {"0-5": 5.0, "1-5": 5.0}
 DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
 MAX_SLICES = 20
@@ -53,12 +54,19 @@ def _styled(make: Callable[..., str | None]) -> Callable[..., str | None]:
 
 
 def _grid(
-    labels: Sequence[str], lines: int, cols: int, *, panel_w: float, titled: bool = False, xlabel: bool = False
+    labels: Sequence[str],
+    lines: int,
+    cols: int,
+    *,
+    panel_w: float,
+    titled: bool = False,
+    xlabel: bool = False,
+    row_h: float = 0.22,
 ) -> tuple[Figure, Any]:
     """A figure of lines × cols panels sharing the y axis (one bar per label), its margins set in
     inches from the labels' length (tight_layout would measure every text: half the drawing time)."""
     left = 0.2 + CHAR_IN * max(len(s) for s in labels)
-    panel_h = 0.22 * len(labels) + 0.12
+    panel_h = row_h * len(labels) + 0.12
     top, bottom, right, gap_w, gap_h = (0.3 if titled else 0.12), (0.55 if xlabel else 0.32), 0.15, 0.22, 0.6
     width = left + cols * panel_w + (cols - 1) * gap_w + right
     height = top + lines * panel_h + (lines - 1) * gap_h + bottom
@@ -131,34 +139,51 @@ def ordered_slices(dimension: str, rows: Sequence[dict[str, Any]], limit: int = 
     return sorted(sizes, key=lambda s: (DIFFICULTY_ORDER.get(s, 9), s))
 
 
+def _bars(ax: Any, ys: Sequence[float], cells: Sequence[dict[str, Any] | None], color: str, height: float) -> list:
+    """Horizontal bars (mean, 95% CI whisker) at `ys` for the cells that exist; returns those cells."""
+    shown = [(y, c) for y, c in zip(ys, cells) if c]
+    ax.barh(
+        [y for y, _ in shown],
+        [c["mean"] for _, c in shown],
+        color=color,
+        height=height,
+        xerr=_whiskers([c for _, c in shown], "mean"),
+        error_kw=WHISKER,
+    )
+    return [c for _, c in shown]
+
+
 @_styled
 def breakdown_chart(
-    dimension: str, rows: Sequence[dict[str, Any]], metrics: Sequence[str], info: dict[str, dict[str, Any]], salt: str
+    dimension: str,
+    rows: Sequence[dict[str, Any]],
+    metrics: Sequence[str],
+    info: dict[str, dict[str, Any]],
+    salt: str,
+    baseline: Sequence[dict[str, Any]] | None = None,
 ) -> str | None:
-    """Small multiples: one panel per metric, one bar per slice (mean, 95% CI whisker, n at the end)."""
+    """Small multiples: one panel per metric, one bar per slice (mean, 95% CI whisker, n at the end); with
+    `baseline` (its metric_ci rows), the baseline's bar (grey) above the candidate's on each slice."""
     rows = [r for r in rows if r["metric"] in metrics and r["mean"] is not None]
     metrics = [m for m in metrics if any(r["metric"] == m for r in rows)]
     slices = ordered_slices(dimension, rows)
     if not metrics or not slices:
         return None
     by_key = {(r["metric"], r["slice"]): r for r in rows}
+    base = {(r["metric"], r["slice"]): r for r in baseline or () if r["mean"] is not None}
     lines = math.ceil(len(metrics) / PANEL_COLUMNS)
     cols = math.ceil(len(metrics) / lines)
     labels = [label(s) for s in slices]
-    fig, axes = _grid(labels, lines, cols, panel_w=2.3, titled=True)
+    fig, axes = _grid(labels, lines, cols, panel_w=2.3, titled=True, row_h=0.36 if baseline is not None else 0.22)
     ys = list(range(len(slices)))
     for ax, metric in zip(axes.flat, metrics):
         cells = [by_key.get((metric, s)) for s in slices]
-        shown = [(y, c) for y, c in zip(ys, cells) if c]
-        ax.barh(
-            [y for y, _ in shown],
-            [c["mean"] for _, c in shown],
-            color=BAR,
-            height=0.7,
-            xerr=_whiskers([c for _, c in shown], "mean"),
-            error_kw=WHISKER,
-        )
-        x0, x1 = _limits(info.get(metric, {}).get("scale"), [c for _, c in shown], room=1.3)
+        if baseline is None:
+            shown = _bars(ax, ys, cells, BAR, 0.7)
+        else:
+            before = _bars(ax, [y - 0.2 for y in ys], [base.get((metric, s)) for s in slices], BASELINE, 0.38)
+            shown = before + _bars(ax, [y + 0.2 for y in ys], cells, BAR, 0.38)
+        x0, x1 = _limits(info.get(metric, {}).get("scale"), shown, room=1.3)
         ax.set_xlim(x0, x1)
         ax.set_xticks(_ticks(x0, info.get(metric, {}).get("scale")))
         for y, c in zip(ys, cells):

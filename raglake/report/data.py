@@ -7,8 +7,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from raglake.analysis import LakeQueries
+from raglake.analysis import DEFAULT_FDR, LakeQueries, verdict_summary
 from raglake.errors import ConfigError
+from raglake.lake.calls import drift_note, judge_drift
 from raglake.lake.query import run_query
 from raglake.metrics.registry import all_metrics
 
@@ -17,6 +18,7 @@ BREAKDOWN_DIMENSIONS = ("category", "tag", "difficulty", "answerable")
 # worst_cases metrics listed by worst case, when the run has `ok` values for them
 CHART_TITLES = {"retrieval": "retrieval and abstention", "abstention": "retrieval and abstention"}
 MAX_WORST_METRICS = 6
+WORSENED_N = 3  # cases that got worse, per metric
 MAX_FLAGGED = 200
 NO_JUDGE_NOTE = (
     "{n} judge metric value(s) were skipped: no judge was configured for this run "
@@ -38,10 +40,14 @@ def _clean(value: Any) -> Any:
 class Comparison:
     baseline: dict[str, Any]
     overall: list[dict[str, Any]]  # compare_runs rows of dimension 'all', registry order
-    flagged: list[dict[str, Any]]  # slice rows that are a regression or an improvement, regressions first
+    flagged: list[dict[str, Any]]  # slice rows the verdicts call a regression or an improvement, regressions first
     n_flagged: int  # before the MAX_FLAGGED cut
     n_regressed: int  # slices that regressed, before the cut
     index_changed: bool
+    fdr: float | None = DEFAULT_FDR  # the verdicts' false discovery rate (None: uncorrected, --fdr off)
+    n_tests: int = 0  # the metric × slice tests of the comparison (the family of the FDR control)
+    n_raw: int = 0  # slice rows whose own 95% interval excludes 0 (uncorrected), for comparison
+    summary: str = ""  # analysis.verdict_summary: tests made, real differences, uncorrected ones
 
 
 @dataclass
@@ -56,7 +62,13 @@ class ReportData:
     worst: dict[str, list[dict[str, Any]]]  # metric -> sql/worst_cases.sql rows
     worst_n: int
     comparison: Comparison | None = None
+    # with a baseline: metric -> sql/worsened_cases.sql rows (both answers), metrics that regressed overall first
+    worsened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    baseline_slices: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # the baseline's metric_ci rows
     notes: list[str] = field(default_factory=list)
+    # the lake's latest meta-evaluation (sql/metaeval.sql), splits all and heldout: how far its metrics
+    # agree with people
+    metaeval: list[dict[str, Any]] = field(default_factory=list)
     generated_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
     @property
@@ -105,19 +117,52 @@ def worst_cases(q: LakeQueries, run_id: str, metrics: list[str], n: int) -> dict
     return {m: cases for m, cases in out.items() if cases}
 
 
-def comparison(q: LakeQueries, baseline_id: str, run_id: str, *, n_boot: int = 1000) -> Comparison:
-    rows = registry_order(q.compare(baseline_id, run_id, n_boot=n_boot))
+def worsened_cases(
+    q: LakeQueries, baseline_id: str, run_id: str, metrics: list[str], n: int = WORSENED_N
+) -> dict[str, list[dict[str, Any]]]:
+    """Metric -> the cases whose value moved its bad way the most since the baseline, in the order of `metrics`."""
+    if n <= 0 or not metrics:
+        return {}
+    rows = run_query(q.con, "worsened_cases", run_a=baseline_id, run_b=run_id, metrics=metrics, n=n).to_pylist()
+    out: dict[str, list[dict[str, Any]]] = {m: [] for m in metrics}
+    for row in rows:
+        out[row["metric"]].append(row)
+    return {m: cases for m, cases in out.items() if cases}
+
+
+def comparison(q: LakeQueries, baseline_id: str, run_id: str, *, fdr: float | None = DEFAULT_FDR) -> Comparison:
+    """The run against its baseline: verdicts FDR-controlled at `fdr` across every metric × slice test
+    (None: each slice's own interval), with the uncorrected flags kept beside them."""
+    rows = registry_order(q.compare(baseline_id, run_id, fdr=fdr))
     overall = [r for r in rows if r["dimension"] == "all"]
     flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
     flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"] or 0.0)))
     versions = q.index_versions([baseline_id, run_id])
     changed = versions.get(baseline_id) != versions.get(run_id) and any(versions.values())
     n_regressed = sum(1 for r in flagged if r["regression"])
-    return Comparison(run_info(q, baseline_id), overall, flagged[:MAX_FLAGGED], len(flagged), n_regressed, changed)
+    n_raw = sum(1 for r in rows if r["dimension"] != "all" and (r["regression_raw"] or r["improvement_raw"]))
+    return Comparison(
+        run_info(q, baseline_id),
+        overall,
+        flagged[:MAX_FLAGGED],
+        len(flagged),
+        n_regressed,
+        changed,
+        fdr=fdr,
+        n_tests=sum(1 for r in rows if r["tested"]),
+        n_raw=n_raw,
+        summary=verdict_summary(rows, fdr),
+    )
 
 
 def gather(
-    q: LakeQueries, run_id: str, against: str | None = None, *, worst: int = 10, n_boot: int = 1000
+    q: LakeQueries,
+    run_id: str,
+    against: str | None = None,
+    *,
+    worst: int = 10,
+    n_boot: int = 1000,
+    fdr: float | None = DEFAULT_FDR,
 ) -> ReportData:
     """Everything the report shows about `run_id` (and, with `against`, its comparison with that baseline)."""
     if worst < 0:
@@ -153,7 +198,8 @@ def gather(
     if budget:
         data.notes.append(f"{budget} judge metric value(s) were skipped: the judge budget ran out.")
     if against is not None:
-        data.comparison = comparison(q, against, run_id, n_boot=n_boot)
+        data.comparison = comparison(q, against, run_id, fdr=fdr)
+        _add_baseline(q, data, data.comparison, n_boot)
         if data.comparison.index_changed:
             data.notes.append(
                 f"the index changed between the runs (index_version "
@@ -161,4 +207,24 @@ def gather(
             )
         if data.comparison.baseline["dataset_hash"] != info["dataset_hash"]:
             data.notes.append("the runs used different golden sets: only the cases they share are compared")
+    # the model behind a judge name changed since the baseline (or the previous run of the same target), or
+    # within this run
+    baseline = against or q.previous_run(run_id)
+    drift = judge_drift(q.con, [baseline, run_id] if baseline else [run_id])
+    data.notes += [drift_note(r) for r in drift if r["run_after"] == run_id]
+    data.metaeval = [r for r in run_query(q.con, "metaeval", metaeval_id="").to_pylist() if r["split"] != "dev"]
     return data
+
+
+def _add_baseline(q: LakeQueries, data: ReportData, cmp: Comparison, n_boot: int) -> None:
+    """The baseline's side of the report: its slices beside the candidate's in the breakdown charts, and
+    the cases that got worse (the worst_cases metrics, those that regressed overall first)."""
+    baseline_id = cmp.baseline["run_id"]
+    charted = {m for metrics in data.chart_groups.values() for m in metrics}
+    for by in BREAKDOWN_DIMENSIONS:
+        data.baseline_slices[by] = [r for r in q.metric_ci(baseline_id, by, n_boot=n_boot) if r["metric"] in charted]
+    regressed = {r["metric"] for r in cmp.overall if r["regression"]}
+    have = {r["metric"] for r in data.headline}
+    flagged = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have]
+    ordered = sorted(flagged, key=lambda m: m not in regressed)  # stable: registry order within each part
+    data.worsened = worsened_cases(q, baseline_id, data.run["run_id"], ordered[:MAX_WORST_METRICS])

@@ -16,32 +16,30 @@ import raglake
 from raglake.errors import ConfigError
 from raglake.report import charts
 from raglake.report.data import BREAKDOWN_DIMENSIONS, ReportData
+from raglake.report.format import fold_unscored, number, pvalue
 
 TEMPLATE = "template.html.j2"
 SNIPPET_CHARS = 600
+ANSWER_CHARS = 400  # an answer in the side-by-side table of cases that got worse
+MAX_SLICE_ROWS = 20  # slices with a real difference shown open; the rest behind a <details>
 
 
 def num(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
-    return str(value)
+    """A cell of the report: raglake.report.format.number with thousands grouped."""
+    return number(value, digits, thousands=True)
 
 
 def figure_value(row: dict[str, Any]) -> str:
-    """A run-level figure with its unit: 931 ms, 1.5%, $0.0123, 12 calls."""
+    """A run-level figure with its unit: 931 ms, 1.5%, $0.0123, 12 calls; a cost some call had no price
+    for says so (sql/run_figures.sql's price_known)."""
     value, unit = row["value"], row.get("unit") or ""
+    unpriced = " (price unknown)" if row.get("price_known") is False else ""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
+        return "–" + unpriced
     if unit == "share":
         return f"{100 * value:.1f}%"
     if unit == "usd":
-        return f"${value:,.4f}"
+        return f"${value:,.4f}{unpriced}"
     if unit in ("ms", "seconds", "s"):
         return f"{value:,.1f} {unit}"
     shown = f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
@@ -71,7 +69,9 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(num=num, figure_value=figure_value, coverage_value=coverage_value, pretty_json=pretty_json)
+    env.filters.update(
+        num=num, pvalue=pvalue, figure_value=figure_value, coverage_value=coverage_value, pretty_json=pretty_json
+    )
     env.globals.update(arrow=charts.arrow)
     return env
 
@@ -88,7 +88,12 @@ def _charts(data: ReportData) -> dict[str, Any]:
     for dimension in BREAKDOWN_DIMENSIONS:
         for title, metrics in data.chart_groups.items():
             svg = charts.breakdown_chart(
-                dimension, data.slices.get(dimension, []), metrics, info, salt=f"{dimension}-{title}"
+                dimension,
+                data.slices.get(dimension, []),
+                metrics,
+                info,
+                salt=f"{dimension}-{title}",
+                baseline=data.baseline_slices.get(dimension) if data.comparison else None,
             )
             if svg:
                 breakdown.setdefault(dimension, []).append((title, Markup(svg)))
@@ -110,6 +115,9 @@ def render(data: ReportData) -> str:
         max_slices=charts.MAX_SLICES,
         n_tags=n_tags,
         snippet_chars=SNIPPET_CHARS,
+        answer_chars=ANSWER_CHARS,
+        max_slice_rows=MAX_SLICE_ROWS,
+        folded=fold_unscored(data.unscored),
         version=getattr(raglake, "__version__", ""),
         generated=data.generated_at.strftime("%Y-%m-%d %H:%M UTC"),
     )

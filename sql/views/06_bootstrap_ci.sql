@@ -1,7 +1,8 @@
--- bootstrap_ci(groups, n_boot, seed, alpha): the bootstrap interval of the mean of every group, shared
--- by compare_runs (paired differences) and metric_ci (one run's values).
+-- bootstrap_ci(groups, n_boot, seed, alpha): the bootstrap interval of the mean of every group, for
+-- metric_ci (one run's values; compare_runs' paired differences get the interval of a paired test,
+-- which covers better on small slices: benchmarks/interval_coverage.py).
 -- `groups` is a list of structs {key, vs}, one per group: `key` names it (any struct, handed back as
--- is) and `vs` lists its values in a fixed order (the callers order by case_id). Each group's values,
+-- is) and `vs` lists its values in a fixed order (the caller orders by case_id). Each group's values,
 -- in that order, are resampled $n_boot times with replacement by the seeded draws that
 -- 05_resample_draws.sql defines (groups of the same size share them): `resample_means`, the numpy
 -- function raglake.lake.query registers on the connection, makes those draws and sums each

@@ -1,0 +1,118 @@
+"""What `raglake.evaluate` is handed, turned into the files the normal flow reads: a DataFrame, a dict of
+columns or a list of rows becomes a golden set (and, when the rows hold answers, replay captures) in a
+temporary folder; a path is used as it is. Nothing of the data travels as a task parameter."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raglake.errors import ConfigError, InputError
+from raglake.importers import holds_capture, plain, record_shape, split_row
+from raglake.records import Record, validate_record
+from raglake.schemas import Capture, GoldenCase
+from raglake.spool import iter_records
+
+
+@dataclass
+class Inputs:
+    """The files a run reads: its golden set and, when the data held answers, a replay target."""
+
+    golden: str
+    target: str | None
+    folder: tempfile.TemporaryDirectory | None = None  # removed with close()
+
+    def close(self) -> None:
+        if self.folder is not None:
+            self.folder.cleanup()
+
+
+def rows_of(data: Any) -> list[dict[str, Any]]:
+    """The rows of a DataFrame (pandas or anything with `to_dict(orient="records")`), of a dict of
+    columns, or of an iterable of mappings, as plain dicts without missing values."""
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):
+        records = data.to_dict(orient="records")
+    elif isinstance(data, Mapping):  # {"question": [...], "answer": [...]}, as a Dataset.from_dict takes
+        columns = {str(k): list(v) for k, v in data.items()}
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise ConfigError(f"the columns of the data differ in length: {sorted(lengths)}")
+        records = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    elif isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
+        records = list(data)
+    else:
+        raise ConfigError(
+            f"evaluate() takes a DataFrame, a dict of columns, a list of rows or a file path; got {type(data).__name__}"
+        )
+    rows = []
+    for i, record in enumerate(records, start=1):
+        if not isinstance(record, Mapping):
+            raise InputError(f"row {i} of the data", None, None, f"expected a mapping, got {type(record).__name__}")
+        rows.append({str(k): v for k, v in ((k, plain(v)) for k, v in record.items()) if v is not None})
+    if not rows:
+        raise ConfigError("the data has no rows")
+    return rows
+
+
+def _checked(model: type, data: dict[str, Any], row: int) -> Any:
+    """`data` as `model`, or an InputError naming the row (1-based) and the field."""
+    try:
+        return validate_record(Record(row, data), model, "data")
+    except InputError as e:
+        raise InputError(f"row {row} of the data", None, e.field, e.message) from None
+
+
+def _id(value: Any) -> Any:
+    """An integer id column (a DataFrame's favourite) as text; anything else as given."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def stage_rows(rows: list[dict[str, Any]], name: str) -> Inputs:
+    """Write the rows as `<name>.jsonl` (golden) and, when any row holds an answer or contexts,
+    `<name>.captures.jsonl` (replay) in a temporary folder; every row is checked first."""
+    holds_answers = any(holds_capture(r) for r in rows)
+    cases: list[GoldenCase] = []
+    captures: list[Capture] = []
+    seen: dict[str, int] = {}
+    for i, row in enumerate(rows, start=1):
+        case, capture = split_row(row, f"{name}-{i:04d}", method=name)
+        case["id"] = _id(case["id"])
+        checked = _checked(GoldenCase, case, i)
+        if checked.id in seen:
+            first = seen[checked.id]
+            raise InputError(f"row {i} of the data", None, "id", f"duplicate id {checked.id!r} (first in row {first})")
+        seen[checked.id] = i
+        cases.append(checked)
+        if holds_answers:
+            capture = capture or {"case_id": checked.id, "method": name}
+            captures.append(_checked(Capture, {**capture, "case_id": checked.id}, i))
+    folder = tempfile.TemporaryDirectory(prefix="raglake-input-")
+    golden = Path(folder.name) / f"{name}.jsonl"
+    golden.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in cases))
+    target = None
+    if holds_answers:
+        path = Path(folder.name) / f"{name}.captures.jsonl"
+        path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in captures))
+        target = f"replay:{path}"
+    return Inputs(str(golden), target, folder)
+
+
+def file_inputs(path: str | Path) -> Inputs:
+    """A golden-set file as it is; a file of another tool's shape (it holds the answers) is its own
+    replay target too."""
+    first = next(iter(iter_records(Path(path))), None)
+    return Inputs(str(path), f"replay:{path}" if first is not None and record_shape(first.data) else None)
+
+
+def inputs_for(data: Any, golden: str | Path | None, name: str) -> Inputs:
+    """The files of an evaluation: from `data` (rows or a path) or from `golden` (a path)."""
+    if data is not None and golden is not None:
+        raise ConfigError("give the data or golden=PATH, not both")
+    if data is None:
+        return Inputs(str(golden), None) if golden is not None else Inputs("", None)
+    if isinstance(data, (str, Path)):
+        return file_inputs(data)
+    return stage_rows(rows_of(data), name)

@@ -1,0 +1,181 @@
+"""What a meta-evaluation needs, resolved before any work: its settings, the labelled items (converted from
+the shared sets or read from the user's JSONL files), a fixed-seed subsample of each large data set, and
+the items as golden cases + captures staged for the scoring pipeline, one group per yardstick (each group
+is scored with the metrics of its yardstick only, so no judge call is spent on a metric that cannot be
+held against the group's labels)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from raglake.errors import ConfigError, UnknownNameError
+from raglake.lake.store import Lake
+from raglake.metaeval.items import LABEL_KINDS, LabelledItem, read_items, write_items
+from raglake.metaeval.sources import SOURCES, convert
+from raglake.metrics.context import ScoringConfig
+from raglake.metrics.registry import Metric, select_metrics
+from raglake.pipeline.plan import PROJECT_ROOT, results_dir
+from raglake.pipeline.settings import RUN_ID, DeviceName, JudgeSettings, MetricNames, ScoringSettings, _Settings
+from raglake.pipeline.staging import BatchRef, Store, stage_pairs
+from raglake.schemas import Capture, GoldenCase
+
+DEFAULT_SOURCE = PROJECT_ROOT.parent / "shared" / "metaeval"  # beside a checkout
+NO_QUESTION = "(no question given)"  # a golden case needs one; no metric of a similarity yardstick reads it
+
+
+class MetaevalSettings(_Settings):
+    """One meta-evaluation: which labelled sets, how many items of each, which metrics, and which judge."""
+
+    data: list[str] | None = None  # labelled JSONL files; None: the shared sets, converted from `source`
+    source: str | None = None  # the shared metaeval folder (default: ../shared/metaeval beside the checkout)
+    datasets: list[str] | None = None  # keep only these data sets
+    max_items: int | None = Field(400, ge=1)  # per data set, a fixed-seed sample of whole groups; None: all
+    seed: int = 0
+    resamples: int = Field(1000, ge=100)
+    metrics: MetricNames = None
+    lake: str | None = None
+    results: str | None = None
+    metaeval_id: str | None = None
+    embedder: str | None = None
+    device: DeviceName = "auto"
+    batch_size: int = Field(200, ge=1)
+    scoring: ScoringSettings = ScoringSettings()
+    judge: JudgeSettings | None = None
+
+    @field_validator("metaeval_id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        if value is not None and not RUN_ID.match(value):
+            raise ValueError(f"{value!r} must start with a letter and use only letters, digits, '.', '_' and '-'")
+        return value
+
+
+@dataclass(frozen=True)
+class ScoreGroup:
+    """The items of one yardstick, staged as distinct cases, and the metrics held against them."""
+
+    yardstick: str
+    batches: list[BatchRef]
+    metrics: list[Metric]
+    config: ScoringConfig
+
+
+@dataclass
+class MetaevalPlan:
+    metaeval_id: str
+    created_at: dt.datetime
+    lake: Lake
+    results_dir: str
+    items_path: str  # the sampled items, all data sets, as labelled JSONL in the results location
+    totals: dict[str, int]  # data set -> items before sampling
+    sources: dict[str, str]  # data set -> where its items came from
+    groups: list[ScoreGroup]
+
+
+def case_key(question: str, answer: str, contexts: list[str], reference: str | None) -> str:
+    """The case id of one distinct (question, answer, contexts, reference): items that share them share a case."""
+    data = json.dumps([question, answer, contexts, reference], ensure_ascii=False)
+    return "c-" + hashlib.sha256(data.encode("utf-8")).hexdigest()[:20]
+
+
+def item_cases(item: LabelledItem) -> list[tuple[str, GoldenCase, Capture]]:
+    """The case(s) an item is scored as: its answer, and for a preference item answer_b too."""
+    out = []
+    for answer in (item.answer, item.answer_b) if item.answer_b is not None else (item.answer,):
+        cid = case_key(item.question, answer, item.contexts, item.reference)
+        retrieved = [
+            {"rank": i + 1, "rel_path": f"context/{i + 1}", "heading_path": [], "text": text}
+            for i, text in enumerate(item.contexts)
+        ]
+        case = GoldenCase(id=cid, question=item.question.strip() or NO_QUESTION, reference_answer=item.reference)
+        out.append((cid, case, Capture(case_id=cid, answer=answer, retrieved=retrieved)))
+    return out
+
+
+def sample(items: list[LabelledItem], max_items: int | None, seed: int) -> list[LabelledItem]:
+    """Whole groups in a fixed pseudo-random order (sha256 of seed and group) until `max_items` are taken:
+    the same seed takes the same groups from data sets that share them (RAGChecker's three aspects)."""
+    if max_items is None or len(items) <= max_items:
+        return items
+    by_group: dict[str, list[LabelledItem]] = defaultdict(list)
+    for item in items:
+        by_group[item.cluster].append(item)
+    order = sorted(by_group, key=lambda g: hashlib.sha256(f"{seed}:{g}".encode()).hexdigest())
+    taken: list[LabelledItem] = []
+    for g in order:
+        if len(taken) >= max_items:
+            break
+        taken.extend(by_group[g])
+    return taken
+
+
+def load_sets(settings: MetaevalSettings) -> tuple[dict[str, list[LabelledItem]], dict[str, str]]:
+    """Every data set's items (before sampling) and where each came from."""
+    sets: dict[str, list[LabelledItem]] = {}
+    sources: dict[str, str] = {}
+    if settings.data:
+        for path in settings.data:
+            for item in read_items(path):
+                sets.setdefault(item.dataset, []).append(item)
+                sources[item.dataset] = str(path)
+    else:
+        root = Path(settings.source) if settings.source else DEFAULT_SOURCE
+        names = [n for n in SOURCES if not settings.datasets or n in settings.datasets]
+        sets = convert(root, names)
+        sources = {n: f"{root}:{n}" for n in sets}
+    wanted = settings.datasets or list(sets)
+    unknown = [n for n in wanted if n not in sets]
+    if unknown:
+        raise UnknownNameError("data set", unknown[0], sets if settings.data else SOURCES)
+    for name in wanted:
+        kinds = {i.label_kind for i in sets[name]}
+        if len(kinds) > 1:
+            raise ConfigError(f"data set {name!r} mixes label kinds {sorted(kinds)}: one kind per data set")
+    return {n: sets[n] for n in wanted}, {n: sources[n] for n in wanted}
+
+
+def plan_metaeval(settings: MetaevalSettings) -> MetaevalPlan:
+    """Load, sample and stage the labelled items; nothing is scored yet."""
+    lake = Lake(settings.lake)
+    created = dt.datetime.now(dt.timezone.utc)
+    metaeval_id = settings.metaeval_id or f"m-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    sets, sources = load_sets(settings)
+    sampled = {n: sample(items, settings.max_items, settings.seed) for n, items in sets.items()}
+    results = results_dir(lake, settings.results)
+    items_path = f"metaeval/{metaeval_id}/items.jsonl"
+    everything = [i for items in sampled.values() for i in items]
+    Store(results).put(items_path, "".join(i.model_dump_json() + "\n" for i in everything).encode("utf-8"))
+    groups = []
+    for yardstick in dict.fromkeys(LABEL_KINDS[i.label_kind] for i in everything):
+        chosen = [i for i in everything if LABEL_KINDS[i.label_kind] == yardstick]
+        metrics = [m for m in select_metrics(settings.metrics) if yardstick in m.yardsticks]
+        if not metrics:
+            continue
+        cases = {cid: (case, capture) for i in chosen for cid, case, capture in item_cases(i)}
+        pairs = list(cases.values())
+        k = max([1, *(len(i.contexts) for i in chosen)])
+        config = settings.scoring.config(k, False)
+        batches = stage_pairs(
+            results, [p[0] for p in pairs], [p[1] for p in pairs], settings.batch_size, f"metaeval:{yardstick}"
+        )
+        groups.append(ScoreGroup(yardstick, batches, metrics, config))
+    if not groups:
+        raise ConfigError("none of the selected metrics can be held against the labelled data's kinds of label")
+    totals = {n: len(items) for n, items in sets.items()}
+    return MetaevalPlan(metaeval_id, created, lake, results, items_path, totals, sources, groups)
+
+
+def save_items(path: str | Path, settings: MetaevalSettings) -> dict[str, int]:
+    """Write the (unsampled) data sets as labelled JSONL files, one per data set, under `path`."""
+    sets, _ = load_sets(settings)
+    for name, items in sets.items():
+        write_items(Path(path) / f"{name}.jsonl", items)
+    return {n: len(items) for n, items in sets.items()}

@@ -1,0 +1,86 @@
+"""How raglake shows numbers and the metrics that have no value, in one place: the CLI's tables, the HTML
+report and the Prefect artifacts all format through `number` (one rounding path: a mean never shows as
+0.669 in one place and 0.670 in another) and fold unscored metrics with `fold_unscored`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+DIGITS = 3
+
+# why a metric has no value, in words (the score rows' reason codes); other codes are shown as they are
+REASONS = {
+    "no_judge": "no judge configured",
+    "budget": "the judge budget ran out",
+    "no_labels": "no labels in the golden set",
+    "no_label": "no labels in the golden set",
+    "folder_mode_off": "the target does not select folders",
+    "capture_failed": "the captures failed",
+    "not_answerable": "no answerable case",
+    "answerable": "no unanswerable case",
+    "no_recency_rule": "no case has a recency rule",
+    "no_required_groups": "no case has required support groups",
+}
+STATUSES = (("n_failed", "failed"), ("n_skipped", "skipped"), ("n_undefined", "undefined"))
+
+
+def number(value: Any, digits: int = DIGITS, *, thousands: bool = False) -> str:
+    """A value for display: floats to `digits` decimals (the one rounding raglake shows), None and NaN as
+    '–', booleans as yes/no, ints as they are (with `thousands`, grouped: 1,234)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if thousands else str(value)
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}" if thousands else f"{value:.{digits}f}"
+    return str(value)
+
+
+def rounded(value: float | None, digits: int = DIGITS) -> float | None:
+    """The number as displayed, as a float (for tables of plain values, such as a Prefect table artifact)."""
+    if value is None or math.isnan(value):
+        return None
+    return float(f"{value:.{digits}f}")
+
+
+def pvalue(value: float | None) -> str:
+    """A p- or q-value: 3 decimals, small ones in scientific notation."""
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.1e}" if value < 0.001 else f"{value:.3f}"
+
+
+def interval(low: float | None, high: float | None, digits: int = DIGITS) -> str:
+    return "–" if low is None and high is None else f"[{number(low, digits)}, {number(high, digits)}]"
+
+
+def reason_text(reason: str | None) -> str:
+    return REASONS.get(reason or "", (reason or "no reason recorded").replace("_", " "))
+
+
+def main_status(row: dict[str, Any]) -> str:
+    """failed, skipped or undefined: the status most of a metric's rows without a value have (failed first on a tie)."""
+    return max(STATUSES, key=lambda s: row.get(s[0]) or 0)[1]
+
+
+def fold_unscored(rows: Sequence[dict[str, Any]], name_limit: int = 3) -> list[dict[str, Any]]:
+    """Metrics with no `ok` value (breakdown rows of slice `all`, n = 0) folded into one entry per family,
+    status and reason, in the order of `rows`: {family, status, reason, metrics, text}, the text as in
+    "18 judge metrics skipped: no judge configured" (with the names when there are `name_limit` or fewer)."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        if r["n"]:
+            continue
+        key = (r.get("family") or "other", main_status(r), r.get("main_reason") or "")
+        groups.setdefault(key, []).append(r["metric"])
+    out = []
+    for (family, status, reason), metrics in groups.items():
+        n = len(metrics)
+        names = f" ({', '.join(metrics)})" if n <= name_limit else ""
+        text = f"{n} {family} metric{'s' if n != 1 else ''}{names} {status}: {reason_text(reason)}"
+        out.append({"family": family, "status": status, "reason": reason, "metrics": metrics, "text": text})
+    return out
