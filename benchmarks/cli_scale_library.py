@@ -3,8 +3,10 @@
     python benchmarks/cli_scale_library.py GOLDEN CAPTURES LAKE BATCH_SIZE METRIC,METRIC,…
 
 The same functions the flow's tasks run (their plain `.fn`), in the same order: plan → stage the golden
-set → capture (replay) → score each batch → run-level figures → land. What the CLI spends beyond this
-is Prefect's engine and API server, logging and the command's start-up."""
+set → capture (replay) → score each batch → run-level figures → land, then the post-run work the CLI
+does with raglake's own code (the flow's headline line and summary tables, the command's printed run
+summary), so that what the CLI spends beyond this is Prefect's engine and API server (and the
+Prefect-free part of the command's start-up: parsing options, importing typer)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from raglake.cli.common import print_run_summary  # noqa: E402
 from raglake.metrics.registry import metric_versions  # noqa: E402
 from raglake.pipeline.finish import capture_facts, finish_run  # noqa: E402
+from raglake.pipeline.lakes import open_lake  # noqa: E402
 from raglake.pipeline.plan import plan_run  # noqa: E402
 from raglake.pipeline.rows import land_staged_run  # noqa: E402
 from raglake.pipeline.settings import RunSettings  # noqa: E402
+from raglake.report.artifacts import summary_markdown, summary_table  # noqa: E402
 from raglake.tasks.capture import capture_batch  # noqa: E402
 from raglake.tasks.score import ScoreSettings, score_cases  # noqa: E402
 
@@ -49,10 +54,22 @@ def main(golden: str, captures: str, lake: str, batch_size: str, metrics: str) -
         stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured},
     )
     land_staged_run(plan.lake, record, scored, values, plan.scoring_id, coverage)
+    t_landed = time.perf_counter()
+    post_run(plan.lake.url, plan.run_id)
     print(
         f"plan+stage+capture {t_captured - t0:.1f} s, scoring {t_scored - t_captured:.1f} s, "
-        f"finish+land {time.perf_counter() - t_scored:.1f} s"
+        f"finish+land {t_landed - t_scored:.1f} s, post-run summaries {time.perf_counter() - t_landed:.1f} s"
     )
+
+
+def post_run(lake_url: str, run_id: str) -> None:
+    """What the CLI computes after landing, with raglake's code only: the flow's headline log line
+    (`summarize`) and its summary artifacts' content (`publish_summary`), then `raglake run`'s printout."""
+    q = open_lake(lake_url)
+    q.breakdown([run_id], "all")
+    summary_markdown(q, run_id, q.previous_run(run_id))
+    summary_table(q, run_id)
+    print_run_summary(open_lake(lake_url), run_id)
 
 
 if __name__ == "__main__":

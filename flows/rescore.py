@@ -25,7 +25,7 @@ from raglake.pipeline.rescore import (
     summarize,
 )
 from raglake.pipeline.runners import RunnerSpec
-from raglake.pipeline.settings import RescoreSettings
+from raglake.pipeline.settings import RescoreSettings, auto_batch_size
 from raglake.pipeline.staging import ScoredRef, stage_pairs
 
 
@@ -59,7 +59,11 @@ def rescore(settings: RescoreSettings) -> dict:
         if settings.dry_run or not todo:
             continue
         batches = stage_pairs(
-            results_dir(q.lake), stored.cases, stored.captures, settings.batch_size, f"replay-run:{stored.run_id}"
+            results_dir(q.lake),
+            stored.cases,
+            stored.captures,
+            auto_batch_size(len(stored.cases), settings.batch_size),
+            f"replay-run:{stored.run_id}",
         )
         work = ScoreWork(
             stored.run_id,

@@ -1,34 +1,124 @@
 """Prefect's API server for the command line and the Python API: started before the first flow (a
 server that does not start is a clear error before any work, not a traceback from inside the flow) and
-stopped on demand (an interrupted run must not leave it behind)."""
+stopped on demand (an interrupted run must not leave it behind).
+
+The temporary server is the one Prefect's own ephemeral mode starts (`uvicorn` on Prefect's
+`create_app` factory, UI off, ephemeral services only, in a child process), launched here rather than
+through `prefect.server.api.server.SubprocessASGIServer`: importing that module loads the whole server
+(FastAPI, SQLAlchemy, every API route) into this process, ~2-4 s of CPU a run for a server that runs in
+the child anyway. Prefect in this process then learns the server's URL as PREFECT_API_URL."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import httpx
+import prefect
 from prefect.client.orchestration import get_client
-from prefect.server.api.server import SubprocessASGIServer
-from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+from prefect.context import refresh_global_settings_context
+from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
 
 from raglake.errors import ConfigError
 from raglake.prefect_settings import startup_hint
 
+_API_URL = "PREFECT_API_URL"
+_lock = threading.Lock()
+_server: dict[str, object] = {}  # "process": the running server, "url": its API URL
+
 
 def start_api() -> str:
-    """The Prefect API the flows will use: PREFECT_API_URL when set (it must answer), else Prefect's
-    temporary (ephemeral) server, started now. The flows find it running and reuse it."""
-    if url := PREFECT_API_URL.value():
-        _check_api(url)
+    """The Prefect API the flows will use: PREFECT_API_URL when set (it must answer), else a temporary
+    (ephemeral) server, started now and named as PREFECT_API_URL for this process and its children."""
+    with _lock:
+        if "url" in _server:
+            return str(_server["url"])
+        if url := PREFECT_API_URL.value():
+            _check_api(url)
+            return url
+        timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        try:
+            process, url = _launch(timeout)
+        except (RuntimeError, httpx.HTTPError) as e:
+            reason = str(e).strip().splitlines()[0][:300]
+            raise ConfigError(f"{startup_hint(timeout)} (Prefect said: {reason})") from None
+        _server.update(process=process, url=url)
+        os.environ[_API_URL] = url
+        refresh_global_settings_context()
+        atexit.register(stop_api)
         return url
-    server = SubprocessASGIServer()  # the process-wide instance Prefect's client uses
-    try:
-        server.start()
-    except (RuntimeError, httpx.HTTPError) as e:
-        server.stop()
-        reason = str(e).strip().splitlines()[0][:300]
-        raise ConfigError(
-            f"{startup_hint(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())} (Prefect said: {reason})"
-        ) from None
-    return server.api_url
+
+
+def _launch(timeout: float) -> tuple[subprocess.Popen, str]:
+    """Prefect's ephemeral server on a free loopback port, once its health check answers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        port = _free_port()
+        process = subprocess.Popen(_server_command(port), env=_server_env())
+        url = f"http://127.0.0.1:{port}/api"
+        try:
+            if _wait_healthy(process, url, deadline):
+                return process, url
+        except BaseException:
+            _terminate(process)
+            raise
+        if process.returncode != 3:  # 3: the port was taken in the meantime; try another
+            raise RuntimeError(f"Ephemeral server process exited with code {process.returncode} while starting.")
+
+
+def _server_command(port: int) -> list[str]:
+    """The command Prefect's ephemeral mode runs (prefect.server.api.server.SubprocessASGIServer)."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--app-dir",
+        str(Path(prefect.__file__).parent.parent),
+        "--factory",
+        "prefect.server.api.server:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--lifespan",
+        "on",
+    ]
+
+
+def _server_env() -> dict[str, str]:
+    """This process's environment and Prefect settings (profile included), as Prefect hands them to
+    its ephemeral server."""
+    ephemeral = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+    return {**os.environ, **ephemeral, **get_current_settings().to_environment_variables(exclude_unset=True)}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(process: subprocess.Popen, url: str, deadline: float) -> bool:
+    """True once `url`/health answers 200; False if the server exited first; RuntimeError at the deadline."""
+    with httpx.Client() as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return False
+            try:
+                if client.get(f"{url}/health", timeout=5).status_code == 200:
+                    return True
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+    raise RuntimeError("Timed out while attempting to connect to ephemeral Prefect API server.")
 
 
 def _check_api(url: str) -> None:
@@ -46,6 +136,22 @@ def _check_api(url: str) -> None:
         )
 
 
+def _terminate(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def stop_api() -> None:
-    """Stop Prefect's temporary server if this process started one (a no-op otherwise)."""
-    SubprocessASGIServer().stop()
+    """Stop the temporary server if this process started one (a no-op otherwise); PREFECT_API_URL is
+    then unset again, so that a later start_api() starts a fresh one."""
+    process, url = _server.pop("process", None), _server.pop("url", None)
+    if process is None:
+        return
+    _terminate(process)  # type: ignore[arg-type]
+    if os.environ.get(_API_URL) == url:
+        del os.environ[_API_URL]
+        refresh_global_settings_context()

@@ -13,6 +13,7 @@ import pyarrow as pa
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.query import connect, fetch, run_query, scalar
 from raglake.lake.store import Lake
+from raglake.schemas import LATENCY_STAGES
 
 DIMENSIONS = ("all", "category", "tag", "difficulty", "vault", "answerable", "target", "method")
 COMPARE_DIMENSIONS = tuple(d for d in DIMENSIONS if d not in ("target", "method"))
@@ -52,6 +53,27 @@ def verdict_summary(rows: Sequence[Mapping[str, Any]], fdr: float | None) -> str
     )
 
 
+def verdict_headline(rows: Sequence[Mapping[str, Any]], name_b: str = "B") -> str:
+    """The comparison's verdict in one line, regressions first: which metrics moved over all cases
+    (their difference and interval) and how many slices got worse or better."""
+    overall = [r for r in rows if r["dimension"] == "all"]
+    slices = [r for r in rows if r["dimension"] != "all"]
+
+    def interval(r: Mapping[str, Any]) -> str:  # the FDR-adjusted interval behind the verdict, when there is one
+        low, high = (r["fdr_low"], r["fdr_high"]) if r.get("fdr_low") is not None else (r["ci_low"], r["ci_high"])
+        return f"[{low:+.3f}, {high:+.3f}]"
+
+    def moved(flag: str) -> str:
+        return ", ".join(f"{r['metric']} {r['diff']:+.3f} {interval(r)}" for r in overall if r[flag])
+
+    worse, better = moved("regression"), moved("improvement")
+    parts = [f"worse on {worse}" if worse else "", f"better on {better}" if better else ""]
+    over_all = "; ".join(p for p in parts if p) or "no real difference"
+    n_worse = sum(1 for r in slices if r["regression"])
+    n_better = sum(1 for r in slices if r["improvement"])
+    return f"verdict: {name_b} over all cases: {over_all}. Slices: {n_worse} worse, {n_better} better."
+
+
 def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:
     if by not in allowed:
         raise UnknownNameError("dimension", by, allowed)
@@ -79,7 +101,8 @@ def resolve_run(con: duckdb.DuckDBPyConnection, spec: str) -> str:
 
 
 def latest_per_target(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in fetch(con, "SELECT run_id FROM run_order WHERE newest_rank_in_target = 1 ORDER BY target")]
+    rows = fetch(con, "SELECT run_id FROM run_order WHERE newest_rank_in_target = 1 ORDER BY target_name")
+    return [r[0] for r in rows]
 
 
 def _check_alpha(alpha: float) -> None:
@@ -111,7 +134,9 @@ class LakeQueries:
         return run_query(self.con, "breakdown", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()
 
     def figures(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-        return run_query(self.con, "run_figures", run_ids=list(run_ids)).to_pylist()
+        return run_query(
+            self.con, "run_figures", run_ids=list(run_ids), target_stages=list(LATENCY_STAGES)
+        ).to_pylist()
 
     def capture_health(self, run_ids: Sequence[str], by: str = "all") -> list[dict[str, Any]]:
         return run_query(self.con, "capture_health", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()
@@ -170,7 +195,7 @@ class LakeQueries:
 
     def check_target(self, target: str) -> None:
         """A target name the lake's runs hold (what `raglake runs` shows)."""
-        known = [r[0] for r in fetch(self.con, "SELECT DISTINCT coalesce(target_name, target_spec) FROM runs")]
+        known = [r[0] for r in fetch(self.con, "SELECT DISTINCT target_name FROM runs")]
         if target not in known:
             raise UnknownNameError("target", target, known)
 
@@ -199,5 +224,5 @@ class LakeQueries:
         return dict(rows)
 
     def target_name(self, run_id: str) -> str:
-        name = scalar(self.con, "SELECT coalesce(target_name, target_spec) FROM runs WHERE run_id = $r", r=run_id)
+        name = scalar(self.con, "SELECT target_name FROM runs WHERE run_id = $r", r=run_id)
         return name or run_id

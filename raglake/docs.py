@@ -68,6 +68,12 @@ def lake_markdown() -> str:
         "```",
         "",
         "Raglake's own `metric_registry` view (not a file) is the registry of the code that reads the lake.",
+        "",
+        "Nested fields of a known shape are maps, structs and lists of structs (`metric_version_map['mrr_at_k']`,",
+        "`unnest(gold_support_list)`); a free-form object stays a JSON string (its description says so). Lakes",
+        "written before a typed column hold a JSON string column under the old name its description gives; the",
+        "typed column is null in those files and the old one absent from newer files (raglake's views read both",
+        "as the typed column).",
     ]
     for spec in TABLES.values():
         lines += ["", f"## `{spec.name}`", "", spec.doc, "", "| column | type | description |", "| --- | --- | --- |"]

@@ -36,7 +36,7 @@ aggregated AS (
 final AS (
     SELECT
         aggregated.run_id,
-        coalesce(runs.target_name, runs.target_spec) AS target,
+        runs.target_name,
         $dimension AS dimension,
         aggregated.slice,
         aggregated.metric,

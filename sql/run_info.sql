@@ -3,7 +3,7 @@
 WITH final AS (
     SELECT
         runs.run_id,
-        coalesce(runs.target_name, runs.target_spec) AS target_name,
+        runs.target_name,
         runs.target_spec,
         runs.target_kind,
         runs.dataset_name,
@@ -16,7 +16,7 @@ WITH final AS (
         runs.finished_at,
         runs.embedder,
         runs.judge_models,
-        runs.prompt_versions,
+        runs.prompt_version_map,
         runs.index_version,
         runs.code_version
     FROM runs

@@ -1,11 +1,11 @@
--- runs: every committed run, newest first, with its case count and target.
+-- runs: every committed run, newest first, with its case count and target (the runs file's columns).
 -- Parameters: $limit.
 WITH final AS (
     SELECT
         runs.run_id,
         runs.started_at,
         runs.finished_at,
-        coalesce(runs.target_name, runs.target_spec) AS target,
+        runs.target_name,
         runs.target_spec,
         runs.dataset_name,
         runs.dataset_hash,

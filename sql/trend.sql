@@ -1,9 +1,9 @@
 -- trend: one metric (or all when $metric is NULL) over runs, oldest first, for one slice dimension.
 -- Parameters: $metric, $target (NULL for every target), $dataset (NULL for every dataset), $dimension.
 WITH picked_runs AS (
-    SELECT run_id, started_at, coalesce(target_name, target_spec) AS target, dataset_name
+    SELECT run_id, started_at, target_name, dataset_name
     FROM runs
-    WHERE ($target IS NULL OR coalesce(target_name, target_spec) = $target)
+    WHERE ($target IS NULL OR target_name = $target)
         AND ($dataset IS NULL OR dataset_name = $dataset)
 ),
 
@@ -11,7 +11,7 @@ sliced AS (
     SELECT
         picked_runs.run_id,
         picked_runs.started_at,
-        picked_runs.target,
+        picked_runs.target_name,
         picked_runs.dataset_name,
         case_slices.slice,
         scores_latest.metric,
@@ -30,7 +30,7 @@ final AS (
     SELECT
         run_id,
         started_at,
-        target,
+        target_name,
         dataset_name,
         slice,
         metric,

@@ -40,3 +40,12 @@ def prefect_harness():
 @pytest.fixture
 def lake_dir(tmp_path: Path) -> str:
     return str(tmp_path / "lake")
+
+
+@pytest.fixture(scope="session")
+def readme_first_steps(tmp_path_factory):
+    """The README's first steps, run once as a newcomer runs them (tests/readmekit.py): what each
+    command printed and the lake they left, shared by test_readme_order.py and test_cli.py."""
+    from tests.readmekit import run_first_steps
+
+    return run_first_steps(tmp_path_factory.mktemp("readme-first-steps"))

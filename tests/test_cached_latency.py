@@ -1,6 +1,7 @@
 """A second run of the builtin target reuses the first run's staged captures (same corpus, settings and
 questions): its latency figures are the first run's, and the run says so: a `captures_reused` figure
-in run_metrics, and `(reused)` beside the target's latency rows of `raglake run`'s summary."""
+in run_metrics, `reused` on the target's latency rows of sql/run_figures.sql, and `(reused)` beside
+them in `raglake run`'s summary and in the HTML report."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from raglake.pipeline.lakes import open_lake
+from raglake.report import gather, render
 from tests.conftest import ROOT
 from tests.httpkit import small_corpus
 
@@ -52,3 +54,14 @@ def test_a_second_builtin_run_marks_its_latency_as_reused(tmp_path: Path) -> Non
     assert _latency_rows(out_first) and not any("(reused)" in line for line in _latency_rows(out_first))
     assert _latency_rows(out_second) and all("(reused)" in line for line in _latency_rows(out_second))
     assert "captures_reused" in out_second
+
+    rows = {run: q.figures([run]) for run in (first, second)}
+    target_latency = [f for f in rows[second] if f["metric"].startswith("latency_p")]
+    assert target_latency and all(f["reused"] for f in target_latency)  # no judge: every latency row is the target's
+    assert not any(f["reused"] for f in rows[first])
+    assert not any(f["reused"] for f in rows[second] if not f["metric"].startswith("latency_p"))
+
+    html_first, html_second = render(gather(q, first)), render(gather(q, second))
+    assert 'id="figures-reused"' not in html_first and "(reused)" not in html_first
+    assert 'id="figures-reused"' in html_second
+    assert html_second.count('<span class="muted">(reused)</span>') == len(target_latency)

@@ -3,6 +3,7 @@ stops before anything lands."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -18,6 +19,7 @@ from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import SAMPLE_CAPTURES
 from tests.conftest import FIXTURES, ROOT
 from tests.lakekit import land
+from tests.readmekit import FirstSteps
 from tests.test_golden import BAD
 
 RAGLAKE = [sys.executable, "-m", "raglake"]
@@ -37,10 +39,12 @@ def _run(*args: str, lake: str, check: bool = True) -> subprocess.CompletedProce
 
 
 @pytest.mark.e2e
-def test_main_job_evaluates_the_builtin_target_with_coverage(tmp_path: Path) -> None:
-    """`raglake run` with no arguments is `make run`: the builtin RAG over data/corpus, live."""
-    lake = str(tmp_path / "lake")
-    out = _run("run", lake=lake).stdout
+def test_main_job_evaluates_the_builtin_target_with_coverage(readme_first_steps: FirstSteps) -> None:
+    """`raglake run` with no arguments is `make run`: the builtin RAG over data/corpus, live. Checked on
+    the lake of the README's first steps, whose first command is that `raglake run` (tests/readmekit.py:
+    the session evaluates the builtin target once, not once per test)."""
+    lake = readme_first_steps.lake
+    out = readme_first_steps.output(".venv/bin/raglake run")  # the first step: no arguments
     (run_id,) = re.search(r"landed run\(s\): (\S+)", out).groups()
     assert "builtin" in run_id and "recall_any_at_k" in out and "no_chunks_rate" in out
     q = open_lake(lake)
@@ -65,22 +69,28 @@ def test_main_job_evaluates_the_builtin_target_with_coverage(tmp_path: Path) -> 
     )
     index_version = q.index_versions([run_id])[run_id]
     assert index_version and {r["index_version"] for r in q.coverage(run_id)} == {index_version}
-    out = _run("coverage", lake=lake).stdout
+    # `raglake coverage` (run after the replayed runs, which have no manifest) shows this run's manifest
+    out = readme_first_steps.output(".venv/bin/raglake coverage")
     assert "unsupported_type" in out and index_version in out
 
 
 @pytest.mark.e2e
-def test_two_replayed_methods_then_breakdown_sql_and_compare(tmp_path: Path) -> None:
-    lake = str(tmp_path / "lake")
-    out = _run("run", *[a for spec in SAMPLE_CAPTURES for a in ("--target", spec)], lake=lake).stdout
+def test_two_replayed_methods_then_breakdown_sql_and_compare(readme_first_steps: FirstSteps) -> None:
+    """The two replayed methods as the README's first steps land them (after the builtin run, on the same
+    lake: tests/readmekit.py), their breakdowns and runs as printed there; then SQL and a per-category
+    comparison of the two, run here against that lake."""
+    lake = readme_first_steps.lake
+    out = readme_first_steps.output(".venv/bin/raglake run --target")
+    (command,) = [c for c, _ in readme_first_steps.outputs if c.startswith(".venv/bin/raglake run --target")]
+    assert re.findall(r"--target (\S+)", command) == list(SAMPLE_CAPTURES)  # the sample's two methods, in order
     run_ids = re.search(r"landed run\(s\): (\S+) (\S+)", out).groups()
     assert "basic_search" in run_ids[0] and "local_search" in run_ids[1]
     assert "recall_any_at_k" in out and "error_rate" in out and "95% CI" in out
-    assert len(Lake(lake).files("runs")) == 2
+    assert len(Lake(lake).files("runs")) == 3  # the builtin run before them, and these two
 
-    out = _run("breakdown", "--by", "category", lake=lake).stdout
+    out = readme_first_steps.output(".venv/bin/raglake breakdown --by category")
     assert "breakdown by category" in out and "multi_hop" in out and "recency_conflict" in out
-    out = _run("breakdown", "--by", "target", lake=lake).stdout
+    out = readme_first_steps.output(".venv/bin/raglake breakdown --by target")
     assert "basic_search" in out and "local_search" in out
 
     out = _run(
@@ -90,11 +100,14 @@ def test_two_replayed_methods_then_breakdown_sql_and_compare(tmp_path: Path) -> 
         lake=lake,
     ).stdout
     golden_cases = len((ROOT / "data" / "golden" / "sample.jsonl").read_text().strip().splitlines())
-    assert out.count(f'"n": {golden_cases}') == 2
+    counts = {row["run_id"]: row["n"] for row in map(json.loads, out.splitlines())}
+    assert {counts[r] for r in run_ids} == {golden_cases} and len(counts) == 3
 
     out = _run("compare", run_ids[0], run_ids[1], "--by", "category", lake=lake).stdout
     assert "category=multi_hop" in out
-    assert "runs" in _run("runs", lake=lake).stdout
+    out = readme_first_steps.output(".venv/bin/raglake runs")
+    assert "runs" in out and out.count("│ completed │") == 3  # a row per run, newest first:
+    assert out.index("│ local_search │") < out.index("│ basic_search │") < out.index("│ builtin │")
 
 
 @pytest.mark.e2e

@@ -153,7 +153,12 @@ def test_progress_is_untouched_by_a_pipe(tmp_path: Path):
 
 
 def _raglake(*args: str, lake: str) -> str:
+    from prefect.settings import get_current_settings
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_LOGGING", "DASK_DISTRIBUTED"))}
+    # the session's Prefect test server: what is printed is this process's logging, whichever server it
+    # reports to, and each command is spared starting a temporary one (~10-15 s here)
+    env["PREFECT_API_URL"] = str(get_current_settings().api.url)
     done = subprocess.run(
         [sys.executable, "-m", "raglake", *args, "--lake", lake],
         cwd=ROOT,
@@ -167,6 +172,7 @@ def _raglake(*args: str, lake: str) -> str:
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("prefect_harness")
 def test_prefect_and_dask_logs_only_with_verbose(tmp_path: Path):
     """`rescore` and `run --runner dask` print their result, not Prefect's INFO lines nor the ~30 lines
     of Dask's `distributed` logs; `-v` brings Prefect's back."""

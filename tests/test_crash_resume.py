@@ -3,8 +3,9 @@ with the same run id and other --k / --metrics (issue 10): the run lands whole, 
 per case × metric and only the retry's metrics, nothing of the killed attempt is visible, and judge
 calls the killed attempt already flushed to the ledger are not paid again.
 
-The CLI runs in a subprocess through tests/crashkit.py, which rigs one function to SIGKILL its own
-process; every run reports to the session's Prefect test server (no ephemeral server per process)."""
+The killed attempt runs the CLI in a subprocess through tests/crashkit.py, which rigs one function to
+SIGKILL its own process; the retry runs the CLI's entry point in this process; every run reports to the
+session's Prefect test server (no ephemeral server per process)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,21 @@ class World:
             [*head, *args], check=False, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
         )
 
+    def retry_here(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+        """`raglake ARGS` in this process (the console script's own entry point) with the subprocesses'
+        cache and judge key: the killed process is gone, so a retry starts from what is on disk either
+        way, and this process has Prefect and the models' libraries imported already (seconds less a
+        scenario than a fresh interpreter). Its exit code and output."""
+        from raglake.cli import main
+
+        for key in ("RAGLAKE_CACHE", "OPENAI_API_KEY"):
+            monkeypatch.setenv(key, self.env[key])
+        monkeypatch.setattr(sys, "argv", ["raglake", *args])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        captured = capsys.readouterr()
+        return exited.value.code or 0, captured.out + captured.err
+
     def run_args(self, run_id: str, k: int, metrics: list[str], judged: bool) -> list[str]:
         args = [
             "run",
@@ -148,7 +164,7 @@ def _judge_calls(lake: str, run_id: str) -> int:
 
 
 @pytest.mark.parametrize("stage", list(SCENARIOS))
-def test_kill_9_then_retry_lands_the_retry_whole(world: World, stage: str) -> None:
+def test_kill_9_then_retry_lands_the_retry_whole(world: World, stage: str, monkeypatch, capsys) -> None:
     nth, k1, metrics1, k2, metrics2 = SCENARIOS[stage]
     run_id = f"r-crash-{stage}"
     judged = stage == "judge"
@@ -161,8 +177,8 @@ def test_kill_9_then_retry_lands_the_retry_whole(world: World, stage: str) -> No
     assert scalar(con, "SELECT count(*) FROM scores WHERE run_id = $r", r=run_id) == 0  # nothing visible
     paid_killed, flushed = world.judge.count - paid_before, _judge_calls(world.lake, run_id)
 
-    retry = world.raglake(*world.run_args(run_id, k2, metrics2, judged))
-    assert retry.returncode == 0, (retry.stdout[-2000:], retry.stderr[-4000:])
+    code, out = world.retry_here(monkeypatch, capsys, *world.run_args(run_id, k2, metrics2, judged))
+    assert code == 0, out[-4000:]
     paid_retry = world.judge.count - paid_before - paid_killed
 
     pairs = _raw_score_pairs(world.lake, run_id)
@@ -178,8 +194,8 @@ def test_kill_9_then_retry_lands_the_retry_whole(world: World, stage: str) -> No
     assert fetch(con, "SELECT count(*), count(DISTINCT case_id) FROM cases WHERE run_id = $r", r=run_id) == [
         (N_CASES, N_CASES)
     ]  # no case lost or duplicated
-    ((k, versions),) = fetch(con, "SELECT k, metric_versions FROM runs WHERE run_id = $r", r=run_id)
-    recorded = set(json.loads(versions))
+    ((k, versions),) = fetch(con, "SELECT k, metric_version_map FROM runs WHERE run_id = $r", r=run_id)
+    recorded = set(versions)
     assert k == k2 and set(metrics2) <= recorded and not (set(metrics1) - set(metrics2)) & recorded
     assert (
         scalar(con, "SELECT count(*) FROM scores WHERE run_id = $r AND status NOT IN ('ok', 'undefined')", r=run_id)

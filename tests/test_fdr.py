@@ -189,6 +189,25 @@ def test_compare_prints_the_number_of_tests_and_switches_with_fdr(lake):
     assert n >= len(real)  # a looser rate keeps at least as many (it may keep more than the raw 95% flags)
 
 
+def test_compare_opens_with_the_verdict_before_the_table(lake):
+    rows = open_lake(lake).compare("r-local", "r-basic")
+    overall = [r for r in rows if r["dimension"] == "all"]
+    worse = [r["metric"] for r in overall if r["regression"]]
+    n_worse = sum(1 for r in rows if r["dimension"] != "all" and r["regression"])
+    n_better = sum(1 for r in rows if r["dimension"] != "all" and r["improvement"])
+    assert n_worse + n_better > 0  # the fixture's runs differ, so the verdict has something to say
+
+    code, out = _compare(lake)
+    assert code == 0, out
+    verdict = out.index("verdict: B over all cases:")
+    assert verdict < out.index("tests (metric × slice") < out.index("A = ") < out.index("slices where the difference")
+    assert f"Slices: {n_worse} worse, {n_better} better." in out
+    said = out[verdict : out.index(". Slices:")]
+    for metric in worse:  # each regression over all cases is named in the verdict, with its interval
+        assert re.search(rf"{metric} [+-]\d\.\d{{3}} \[[+-]\d\.\d{{3}}, [+-]\d\.\d{{3}}\]", said), (metric, said)
+    assert ("worse on" in said) == bool(worse)
+
+
 def test_compare_rejects_a_bad_fdr(lake, monkeypatch, capsys):
     from raglake.cli import main
 

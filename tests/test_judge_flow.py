@@ -165,11 +165,11 @@ def test_judge_scores_carry_model_and_prompt(judged):
 def test_the_run_records_its_judges_and_prompt_versions(judged):
     [(models, versions, config)] = fetch(
         connect(Lake(judged.lake)),
-        "SELECT judge_models, prompt_versions, config_json FROM runs WHERE run_id = $r",
+        "SELECT judge_models, prompt_version_map, config_json FROM runs WHERE run_id = $r",
         r=judged.first,
     )
     assert models.split(",") == [MAIN, SPOT]
-    assert {k: str(v) for k, v in json.loads(versions).items()} == {p: "1" for p in PROMPTS}
+    assert versions == {p: 1 for p in PROMPTS}
     recorded = json.loads(config)["judge"]
     assert recorded["model"] == MAIN and recorded["api_key_env"] == "OPENAI_API_KEY"
 
@@ -329,9 +329,9 @@ def test_no_judge_skips_judge_metrics_and_the_summary_says_how_to_configure_one(
     assert {(r["status"], r["reason"]) for r in rows.values()} == {("skipped", "no_judge")}
     assert all(math.isnan(r["value"]) and r["judge_model"] is None for r in rows.values())
     [(models, versions)] = fetch(
-        connect(Lake(lake)), "SELECT judge_models, prompt_versions FROM runs WHERE run_id = $r", r=run_id
+        connect(Lake(lake)), "SELECT judge_models, prompt_version_map FROM runs WHERE run_id = $r", r=run_id
     )
-    assert models is None and json.loads(versions) == {}
+    assert models is None and versions == {}
     assert fetch(connect(Lake(lake)), "SELECT count(*) FROM judge_calls") == [(0,)]
     with render.console.capture() as captured:
         print_run_summary(open_lake(lake), run_id)

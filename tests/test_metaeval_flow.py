@@ -145,6 +145,32 @@ def test_the_command_line_prints_a_landed_metaeval_and_exports_items(
     assert len(read_items(out / "tiny_pref.jsonl")) == 6
 
 
+def test_the_printed_table_keeps_every_figure_whole_at_the_pipe_width(
+    metaeval_lake: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped output (120 columns): the figures and intervals are never cut to an ellipsis, and the judge
+    metrics that were skipped are one line, not a row each."""
+    from typer.testing import CliRunner
+
+    from raglake.cli import app, render
+
+    monkeypatch.setattr(render.console, "width", render.PIPE_WIDTH)
+    shown = CliRunner().invoke(app, ["metaeval", "--show", "latest", "--lake", metaeval_lake])
+    assert shown.exit_code == 0, shown.output
+    q = open_lake(metaeval_lake)
+    rows = run_query(q.con, "metaeval", metaeval_id="").to_pylist()
+    ok = [r for r in rows if r["status"] == "ok" and r["value"] is not None]
+    skipped = sorted({r["metric"] for r in rows if r["status"] == "skipped"})
+    assert ok and skipped
+    for r in ok:
+        assert f"{r['value']:.3f}" in shown.output
+        if r["ci_low"] is not None:
+            assert f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" in shown.output
+    table = shown.output[: shown.output.index("skipped (no judge configured)")]
+    assert "skipped" not in table
+    assert f"skipped (no judge configured): {', '.join(skipped)}" in " ".join(shown.output.split())
+
+
 def test_the_report_has_a_section_for_the_latest_metaeval(metaeval_lake: str) -> None:
     from raglake.report import gather
     from raglake.report.html import render

@@ -6,51 +6,25 @@ manifest (the replayed runs have none)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-
-
-def first_steps() -> list[str]:
-    """The commands of the README from "Two commands" up to "Evaluating your own system", in order
-    (`make run` as what it runs: `.venv/bin/raglake run`)."""
-    text = (ROOT / "README.md").read_text()
-    part = text[text.index("\n## Two commands\n") : text.index("\n## Evaluating your own system\n")]
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", part, flags=re.S):
-        for line in block.splitlines():
-            command = re.sub(r"\s+#.*$", "", line).strip()
-            if command.startswith("make run"):
-                commands.append(".venv/bin/raglake run")
-            elif command.startswith(".venv/bin/raglake"):
-                commands.append(command)
-    return commands
+from tests.readmekit import FirstSteps, first_steps
 
 
 @pytest.mark.e2e
-def test_the_readme_first_steps_work_in_order(tmp_path: Path) -> None:
+def test_the_readme_first_steps_work_in_order(readme_first_steps: FirstSteps) -> None:
+    # the steps run once per session (tests/readmekit.py); tests/test_cli.py checks the same lake further
     commands = first_steps()
     assert commands[0] == ".venv/bin/raglake run" and any(" coverage" in c for c in commands)
     assert any("replay:" in c for c in commands) and any(" report " in c for c in commands)
-    for link in (".venv", "data"):
-        (tmp_path / link).symlink_to(ROOT / link)
-    env = {**os.environ, "RAGLAKE_LAKE": str(tmp_path / "lake"), "COLUMNS": "200"}
-    env.pop("PREFECT_API_URL", None)
-    outputs = {}
-    for command in commands:
-        done = subprocess.run(
-            ["bash", "-e", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
-        )
-        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        outputs[command] = " ".join(done.stdout.split())
-    coverage = next(out for command, out in outputs.items() if command.startswith(".venv/bin/raglake coverage"))
+    assert readme_first_steps.failed is None, readme_first_steps.failed
+    assert [c for c, _ in readme_first_steps.outputs] == commands  # every one ran, in order, and succeeded
+    coverage = readme_first_steps.output(".venv/bin/raglake coverage")
     assert "index coverage · run" in coverage and "builtin" in coverage, coverage[:500]
-    assert (tmp_path / "report.html").stat().st_size > 10_000
+    assert (readme_first_steps.folder / "report.html").stat().st_size > 10_000
 
 
 def _cmake_args(text: str, pattern: str) -> list[str]:

@@ -102,3 +102,22 @@ def test_force_recomputes_everything_but_judge_metrics_without_a_judge() -> None
         ("groundedness", False, KEPT_NO_JUDGE),
         ("ndcg_at_k", True, "version 1 → 2"),
     ]
+
+
+def test_the_default_batch_size_follows_the_run_and_an_explicit_one_wins(tmp_path) -> None:
+    from raglake.pipeline.settings import auto_batch_size
+
+    # n / 20 rounded up, never under 100 nor over 5,000 (Prefect's cost is per task run; memory per batch)
+    assert [auto_batch_size(n) for n in (1, 66, 2_000, 2_001, 40_000, 100_000, 1_000_000)] == [
+        100, 100, 100, 101, 2_000, 5_000, 5_000,
+    ]  # fmt: skip
+    assert auto_batch_size(1_000_000, 7) == 7
+    assert RunSettings().batch_size is None and RescoreSettings().batch_size is None
+
+    golden = tmp_path / "golden.jsonl"
+    lines = (FIXTURES / "mini_golden.jsonl").read_text().splitlines(True)
+    golden.write_text("".join(lines))
+    auto = plan_run(RunSettings(golden=str(golden), target=REPLAY, lake=str(tmp_path / "lake")))
+    assert auto.batch_size == 100 and auto.record(auto.started_at, len(lines)).config["batch_size"] == 100
+    given = plan_run(RunSettings(golden=str(golden), target=REPLAY, lake=str(tmp_path / "lake"), batch_size=2))
+    assert given.batch_size == 2 and [b.n for b in given.stage()] == [2] * (len(lines) // 2) + [1] * (len(lines) % 2)

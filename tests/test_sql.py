@@ -86,7 +86,7 @@ def test_breakdown_means_and_counts_match_hand_computation(lake) -> None:
         expected_mrr = np.mean([1 / noisy[i] if noisy[i] else 0.0 for i in ids])
         row = _row(rows, slice=vault, metric="mrr_at_k")
         assert row["n"] == len(ids) and math.isclose(row["mean"], expected_mrr)
-        assert row["target"] == "noisy" and row["n_undefined"] == 0
+        assert row["target_name"] == "noisy" and row["n_undefined"] == 0
     scope = _row(rows, slice="work", metric="scope_miss")
     assert scope["n"] == 0 and scope["n_undefined"] == 32 and scope["mean"] is None
 

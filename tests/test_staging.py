@@ -107,7 +107,6 @@ def test_cases_rows_read_from_staged_lines_equal_the_models_fields() -> None:
     """The `cases` rows are built from the staged JSON lines (no pydantic); each field must equal what
     the validated models say (the sample's two methods and the fixture)."""
     import hashlib
-    import json
 
     from raglake.golden import load_golden
     from raglake.pipeline.rows import cases_table
@@ -123,8 +122,13 @@ def test_cases_rows_read_from_staged_lines_equal_the_models_fields() -> None:
         for row, case, cap in zip(rows, cases, captures):
             assert row["golden_case"] == case.model_dump_json() and GoldenCase_of(row) == case
             assert row["capture_hash"] == hashlib.sha256(cap.model_dump_json().encode()).hexdigest()[:16]
-            assert json.loads(row["gold_supports"]) == [s.model_dump(mode="json") for s in case.gold_supports]
-            assert json.loads(row["references"]) == [r.model_dump(mode="json") for r in cap.references]
+            assert row["gold_support_list"] == [
+                {"rel_path": s.rel_path, "heading_path": s.heading, "snippets": list(s.snippets), "date": s.date,
+                 "required": s.required}
+                for s in case.gold_supports
+            ]  # fmt: skip
+            refs = [{"rel_path": r.rel_path, "heading_path": r.heading} for r in cap.references]
+            assert row["reference_list"] == refs
             assert row["tags"] == list(case.tags) and row["n_retrieved"] == len(cap.retrieved)
             assert (row["answer"], row["abstained"], row["capture_status"]) == (cap.answer, cap.abstained, cap.status)
             assert row["latency_wall_ms"] == cap.latency_ms.wall and row["latency_total_ms"] == cap.latency_ms.total

@@ -203,17 +203,26 @@ def _fresh_venv(tmp_path: Path, wheel: Path) -> Path:
     return venv
 
 
-def _in(cwd: Path, *args: str) -> str:
+def _in(cwd: Path, *args: str, **extra_env: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAGLAKE_LAKE", "VIRTUAL_ENV")}
     done = subprocess.run(
-        [*args], cwd=cwd, env={**env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=300, check=False
+        [*args],
+        cwd=cwd,
+        env={**env, "COLUMNS": "200", **extra_env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("prefect_harness")
 def test_the_wheel_runs_the_bundled_sample_outside_the_checkout(tmp_path: Path) -> None:
+    from prefect.settings import get_current_settings
+
     wheel, source = _build_wheel(tmp_path)
     _check_contents(wheel, source)
     venv = _fresh_venv(tmp_path, wheel)
@@ -233,7 +242,20 @@ def test_the_wheel_runs_the_bundled_sample_outside_the_checkout(tmp_path: Path) 
     assert captures.startswith(f"replay:{inside}") and version == __version__
     assert not any(p.exists() for p in (venv / "lib").glob("python*/site-packages/flows"))
 
-    out = _in(elsewhere, raglake, "run", "--quiet", "--target", captures, "--metrics", "recall_any_at_k,mrr_at_k")
+    # the run reports to the session's Prefect test server (the temporary server raglake would start is
+    # Prefect's own, the same from a wheel as from the checkout: tests/test_readme_order.py starts those)
+    api = str(get_current_settings().api.url)
+    out = _in(
+        elsewhere,
+        raglake,
+        "run",
+        "--quiet",
+        "--target",
+        captures,
+        "--metrics",
+        "recall_any_at_k,mrr_at_k",
+        PREFECT_API_URL=api,
+    )
     (run_id,) = re.search(r"landed run\(s\): (\S+)", out).groups()
     assert "recall_any_at_k" in out and (elsewhere / "data" / "lake").is_dir(), out  # the default lake, here
     out = _in(elsewhere, raglake, "breakdown", "--by", "category")

@@ -21,6 +21,7 @@ from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate as evaluate_flow
 from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
 from raglake.lake.store import Lake
+from raglake.pipeline.embedding import load_embedder_early
 from raglake.pipeline.plan import CHECKED, DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
 from raglake.pipeline.settings import JudgeSettings, RunSettings, ScoringSettings, build
 
@@ -117,7 +118,9 @@ def _judge(judge: Any) -> dict[str, Any] | None:
 
 
 def _run(settings: RunSettings, show_progress: bool) -> str:
-    """The `evaluate` flow on Prefect's API (started first: a clear error when it cannot start)."""
+    """The `evaluate` flow on Prefect's API (started first: a clear error when it cannot start); the
+    embedder loads meanwhile (raglake.pipeline.embedding.load_embedder_early)."""
+    load_embedder_early(settings.metrics, settings.embedder, settings.device)
     runtime.start_api()
     with _judge_endpoint(settings) as run, progress.reporting(Console(stderr=True), show_progress):
         return evaluate_flow(run)

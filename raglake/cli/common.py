@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from raglake.analysis import DEFAULT_FDR, LakeQueries, verdict_summary
+from raglake.analysis import DEFAULT_FDR, LakeQueries, verdict_headline, verdict_summary
 from raglake.cli import interrupt, render
 from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
 from raglake.metrics.registry import all_metrics
@@ -112,8 +112,9 @@ def print_comparison(
         if (by == "any" or r["dimension"] == by) and (not only_changes or r["regression"] or r["improvement"])
     ]
     title = f"A = {name_a} ({run_a})  vs  B = {name_b} ({run_b})"
-    render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
+    render.console.print(verdict_headline(rows), style="bold", highlight=False, markup=False)
     render.console.print(verdict_summary(rows, fdr), highlight=False)
+    render.console.print(render.comparison_table(shown, f"A: {name_a}", f"B: {name_b}", title))
     flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
     if by == "all" and flagged:
         flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"])))

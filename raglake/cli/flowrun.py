@@ -17,6 +17,7 @@ from raglake.flows.rescore import rescore
 from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
 from raglake.metaeval.plan import MetaevalSettings
+from raglake.pipeline.embedding import load_embedder_early
 from raglake.pipeline.plan import CHECKED
 from raglake.pipeline.settings import RescoreSettings, RunSettings
 
@@ -45,6 +46,8 @@ def evaluate_targets(runs: list[RunSettings], *, quiet: bool) -> list[str]:
     run_ids = [s.run_id for s in runs]
     try:
         with interrupt.stoppable(_run_note(runs[0].lake, run_ids)), interrupt.cleanup(runtime.stop_api):
+            for s in runs:  # the embedder loads while Prefect's server starts, not inside the embedding stage
+                load_embedder_early(s.metrics, s.embedder, s.device)
             runtime.start_api()
             with judge_endpoint(runs[0].judge) as judge, progress.reporting(render.console, not quiet):
                 return [interrupt.run_in_worker(evaluate, s.model_copy(update={"judge": judge})) for s in runs]

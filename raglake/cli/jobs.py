@@ -47,7 +47,7 @@ def run(
     labels: opt.Labels = None,
     metrics: opt.Metrics = None,
     require_snippets: opt.RequireSnippets = False,
-    batch_size: opt.BatchSize = 100,
+    batch_size: opt.BatchSize = None,
     embedder: opt.Embedder = None,
     device: opt.Device = "auto",
     theta_s: opt.ThetaS = 0.5,

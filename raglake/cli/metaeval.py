@@ -105,7 +105,9 @@ def print_metaeval(lake: str | None, metaeval_id: str) -> None:
         q.con.close()
     if not rows:
         raise ConfigError(f"no meta-evaluation {metaeval_id or '(none yet)'} in the lake {q.lake.url}")
-    render.console.print(metaeval_table(rows, rows[0]["metaeval_id"]))
+    shown = [r for r in rows if r["status"] != "skipped"]  # the skipped ones are one line below
+    if shown:
+        render.console.print(metaeval_table(shown, rows[0]["metaeval_id"]))
     sampled = sorted({r["dataset"] for r in rows if r["n_total"] and r["split"] == "all" and _sampled(r)})
     if sampled:
         render.console.print(
@@ -127,16 +129,29 @@ def _sampled(row: dict[str, Any]) -> bool:
 
 def metaeval_table(rows: list[dict[str, Any]], metaeval_id: str) -> Table:
     table = Table(title=f"meta-evaluation {metaeval_id}: agreement with people (95% bootstrap CI)")
-    for name in ("dataset", "split", "n", "metric", "statistic", "figure", "95% CI", "note"):
-        table.add_column(name, justify="right" if name in ("n", "figure") else "left", no_wrap=name != "note")
-    for r in rows:
-        ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""
-        figure = f"{r['value']:.3f}" if r["value"] is not None else "–"
-        note = r["status"] if r["status"] != "ok" else ""
-        if r["reason"]:
-            note += f" ({r['reason']})"
-        if r["n_failed"]:
-            note += f" {r['n_failed']} without a value"
-        n = f"{r['n']}" + (f"/{r['n_total']}" if r["split"] == "all" and _sampled(r) else "")
-        table.add_row(r["dataset"], r["split"], n, r["metric"], r["statistic"], figure, ci, note.strip())
+    cells = [_cells(r) for r in rows]
+    names = ("dataset", "split", "n", "metric", "statistic", "figure", "95% CI", "note")
+    for i, name in enumerate(names):  # numbers and metric names stay whole; the rest folds when the width is short
+        number = name in ("n", "metric", "figure", "95% CI")
+        table.add_column(
+            name,
+            justify="right" if name in ("n", "figure") else "left",
+            no_wrap=number,
+            overflow="fold",
+            min_width=max((len(c[i]) for c in cells), default=0) if number else None,
+        )
+    for c in cells:
+        table.add_row(*c)
     return table
+
+
+def _cells(r: dict[str, Any]) -> tuple[str, ...]:
+    ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""
+    figure = f"{r['value']:.3f}" if r["value"] is not None else "–"
+    note = r["status"] if r["status"] != "ok" else ""
+    if r["reason"]:
+        note += f" ({r['reason']})"
+    if r["n_failed"]:
+        note += f" {r['n_failed']} without a value"
+    n = f"{r['n']}" + (f"/{r['n_total']}" if r["split"] == "all" and _sampled(r) else "")
+    return r["dataset"], r["split"], n, r["metric"], r["statistic"], figure, ci, note.strip()

@@ -26,7 +26,10 @@ Metrics = Annotated[
     Optional[list[str]], typer.Option("--metrics", "-m", help="Only these case-level metrics (comma-separated).")
 ]
 RequireSnippets = Annotated[bool, typer.Option(help="A chunk matches a support only if it holds one of its snippets.")]
-BatchSize = Annotated[int, typer.Option(help="Cases per capture/scoring task.")]
+BatchSize = Annotated[
+    Optional[int],
+    typer.Option(help="Cases per capture/scoring task (default: the run's cases / 20, between 100 and 5,000)."),
+]
 Embedder = Annotated[
     Optional[str], typer.Option(help="Sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2).")
 ]

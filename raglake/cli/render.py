@@ -12,7 +12,6 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from raglake.report.format import fold_unscored, number, pvalue
-from raglake.schemas import LATENCY_STAGES
 
 PIPE_WIDTH = 120  # a pipe or a CI log without $COLUMNS: wide enough for every --help option name
 
@@ -102,10 +101,10 @@ def pivot_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], title: s
     """Breakdown: one line per (target, slice), one column per metric, cells 'mean (n)'; the metric
     columns split over as many tables as the console's width needs (a number never wraps), or one
     line per slice × metric when not even one metric column fits beside the slice."""
-    several_targets = len({r["target"] for r in rows}) > 1
+    several_targets = len({r["target_name"] for r in rows}) > 1
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for r in rows:
-        cells.setdefault((r["target"], r["slice"]), {})[r["metric"]] = _cell(r)
+        cells.setdefault((r["target_name"], r["slice"]), {})[r["metric"]] = _cell(r)
     keys = list(cells)
     widths = {m: _column_width(m, [cells[k].get(m, "–") for k in keys]) for m in metrics}
     lead = [len(k[1]) for k in keys] + [5]
@@ -126,7 +125,7 @@ def pivot_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], title: s
         part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
         out = Table(title=title + part)
         if several_targets:
-            out.add_column("target", no_wrap=True)
+            out.add_column("target_name", no_wrap=True)
         out.add_column("slice", no_wrap=True)
         for m in chunk:  # spaces let long metric names wrap inside their column
             out.add_column(m.replace("_", " "), justify="right", width=widths[m], overflow="fold")
@@ -141,7 +140,7 @@ def _long_pivot(keys: list, cells: dict, metrics: Sequence[str], several_targets
     """The breakdown for a narrow console: one line per (target,) slice × metric."""
     out = Table(title=title)
     if several_targets:
-        out.add_column("target")
+        out.add_column("target_name")
     out.add_column("slice")
     out.add_column("metric", overflow="fold")
     out.add_column("mean (n)", justify="right", no_wrap=True)
@@ -214,21 +213,17 @@ def comparison_table(rows: Sequence[dict[str, Any]], name_a: str, name_b: str, t
     return out
 
 
-LATENCY = ("latency_p50_ms", "latency_p95_ms")
-
-
 def figures_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     out = Table(title=title)
     for col in ("figure", "stage", "value", "n"):
         out.add_column(col, justify="right" if col in ("value", "n") else "left")
-    # a run that reused an earlier run's captures (metric captures_reused) did not measure its target's latency
-    reused = {r["run_id"] for r in rows if r["metric"] == "captures_reused" and r["value"]}
+    # a run that reused an earlier run's captures did not measure its target's latency (run_figures.sql)
+    reused = any(r.get("reused") for r in rows)
     for r in rows:
         unit = f" {r['unit']}" if r["unit"] and r["unit"] not in ("share",) else ""
         digits = 4 if r["unit"] == "usd" else (1 if unit else 3)
         unpriced = " (price unknown)" if r.get("price_known") is False else ""  # sql/run_figures.sql
-        measured_then = r.get("run_id") in reused and r["metric"] in LATENCY and r["stage"] in LATENCY_STAGES
-        cached = " (reused)" if measured_then else ""
+        cached = " (reused)" if r.get("reused") else ""
         out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], digits) + unit + unpriced + cached, str(r["n"]))
     if reused:
         out.caption = "(reused): the target's latency as measured by the earlier run whose captures this run reused"

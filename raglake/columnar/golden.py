@@ -154,12 +154,8 @@ def anchors(values: pa.StructArray, normalise: bool) -> dict[str, pa.Array]:
     rel = values.field("rel_path")
     if rel.null_count:
         raise BulkProblem("rel_path missing")
-    heading = norm.headings(values.field("heading_path"))
-    return {
-        "rel_path": norm.rel_paths(rel) if normalise else rel,
-        "heading": heading,
-        "depth": pa.array(norm.heading_depth(heading)),
-    }
+    heading, depth = norm.headings_and_depth(values.field("heading_path"))
+    return {"rel_path": norm.rel_paths(rel) if normalise else rel, "heading": heading, "depth": pa.array(depth)}
 
 
 def _supports(col: pa.ChunkedArray, n: int, nulls: np.ndarray, normalise: bool) -> Part:

@@ -65,13 +65,36 @@ def _heading(value: str | None) -> str:
     return heading_string(heading_segments(value))
 
 
-def headings(arr: pa.Array) -> pa.Array:
-    """Heading paths as their normal string ("A > B"): a list of segments is joined with " > " first,
-    as the model does; null is ()."""
+def by_distinct(arr: pa.Array, fn: Callable[[pa.Array], Any]) -> tuple[Any, np.ndarray | None]:
+    """(fn of the distinct values, the index of each row's value there) where values repeat (most anchors'
+    paths and headings do); (fn(arr), None) where they are mostly distinct."""
+    encoded = pc.dictionary_encode(arr)
+    if 2 * len(encoded.dictionary) > len(arr) or encoded.indices.null_count:
+        return fn(arr), None
+    return fn(encoded.dictionary), np.asarray(encoded.indices, dtype=np.int64)
+
+
+def _spread(values: pa.Array, index: np.ndarray | None) -> pa.Array:
+    return values if index is None else values.take(pa.array(index))
+
+
+def _normal_headings(arr: pa.Array) -> pa.Array:
+    return map_unique(arr, ~mask(pc.match_substring_regex(arr, HEADING_FIXED)), _heading, pa.string())
+
+
+def headings_and_depth(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """Heading paths as their normal string ("A > B": a list of segments is joined with " > " first, as the
+    model does; null is ()) and how many segments each has; worked out once per distinct heading."""
     if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
         arr = pc.binary_join(arr, " > ")
     arr = pc.fill_null(arr, "")
-    return map_unique(arr, ~mask(pc.match_substring_regex(arr, HEADING_FIXED)), _heading, pa.string())
+    (normal, depth), index = by_distinct(arr, lambda a: (h := _normal_headings(a), heading_depth(h)))
+    return _spread(normal, index), depth if index is None else depth[index]
+
+
+def headings(arr: pa.Array) -> pa.Array:
+    """Heading paths as their normal string (headings_and_depth)."""
+    return headings_and_depth(arr)[0]
 
 
 def heading_depth(normal: pa.Array) -> np.ndarray:
@@ -81,9 +104,14 @@ def heading_depth(normal: pa.Array) -> np.ndarray:
 
 
 def rel_paths(arr: pa.Array) -> pa.Array:
-    """rel_paths as the model normalises them (a null one is a BulkProblem: the field is required)."""
+    """rel_paths as the model normalises them (a null one is a BulkProblem: the field is required); worked
+    out once per distinct path."""
     if arr.null_count:
         raise BulkProblem("rel_path is missing")
+    return _spread(*by_distinct(arr, _normal_rel_paths))
+
+
+def _normal_rel_paths(arr: pa.Array) -> pa.Array:
     fixed = mask(pc.match_substring_regex(arr, REL_PATH_FIXED)) & ~mask(pc.starts_with(arr, "./"))
     return map_unique(arr, ~fixed, normalise_rel_path, pa.string())
 

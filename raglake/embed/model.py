@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -102,6 +103,8 @@ class Embedder:
         self.name, self.path = resolve_embedder_path(name_or_path)
         self.batch_size = batch_size
         self.device = resolve_device(device)  # cpu, cuda or mps; the key (what identifies the vectors) omits it
+        self._model = None
+        self._loading = threading.Lock()  # one load, whichever thread asks first
 
     @cached_property
     def model_hash(self) -> str:
@@ -112,8 +115,16 @@ class Embedder:
         """What identifies the vectors: a model's name and the hash of its weights."""
         return f"{self.name}@{self.model_hash}"
 
-    @cached_property
+    @property
     def model(self):  # noqa: ANN201 - sentence_transformers.SentenceTransformer, imported lazily
+        """The loaded model (loaded on first use; a thread asking while another loads it waits for that load)."""
+        if self._model is None:
+            with self._loading:
+                if self._model is None:
+                    self._model = self._load()
+        return self._model
+
+    def _load(self):  # noqa: ANN202
         _offline()
         import transformers
         from sentence_transformers import SentenceTransformer

@@ -204,7 +204,7 @@ class JudgeGateway:
             {
                 **meta,
                 "base_url": self.config.base_url,
-                "params": json.dumps(params, sort_keys=True),
+                "sampling_params": params,
                 "request": json.dumps(
                     {"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False
                 ),

@@ -15,9 +15,10 @@ import duckdb
 import pyarrow as pa
 
 from raglake.errors import ConfigError, LakeError, UnknownNameError
+from raglake.lake.layouts import current_columns, is_current
 from raglake.lake.resample import GROUPS_TYPE, resample_means_udf
 from raglake.lake.store import Lake
-from raglake.lake.tables import RENAMED, TABLES
+from raglake.lake.tables import TABLES
 
 SQL_DIR: Traversable = resources.files("raglake.sql")  # sql/ in a checkout, raglake/sql/ in an installed wheel
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_]\w*)")
@@ -44,36 +45,20 @@ def _partition_value(path: str) -> str:
 
 
 def _read(con: duckdb.DuckDBPyConnection, files: list[str], name: str) -> duckdb.DuckDBPyRelation:
-    """A table's files as one relation of the current columns: files written before a column existed
-    read it as nulls, and a renamed column (tables.RENAMED) is read under its new name."""
+    """A table's files as one relation of the current columns: files of an older layout read through
+    raglake.lake.layouts (a column they lack as nulls, a renamed or retyped one under its current name)."""
     schema = TABLES[name].full_schema
     if not files:
         return con.from_arrow(schema.empty_table())
     rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
-    have, renamed = set(rel.columns), RENAMED.get(name, {})
-    if set(schema.names) <= have and not set(renamed) & have:
+    if is_current(name, rel.columns, schema.names):
         return rel  # a lake of the current layout: no projection in the way of the scan
-    return rel.project(", ".join(_current_columns(con, rel.columns, schema, renamed)))
+    return rel.project(", ".join(current_columns(name, rel.columns, schema, lambda t: _sql_type(con, t))))
 
 
-def _current_columns(
-    con: duckdb.DuckDBPyConnection, columns: list[str], schema: pa.Schema, renamed: dict[str, str]
-) -> list[str]:
-    """Select expressions mapping an older layout's columns onto the current ones."""
-    have, out = set(columns), []
-    for column in columns:
-        if column in renamed:
-            continue
-        old = next((o for o, n in renamed.items() if n == column and o in have), None)
-        out.append(f'coalesce("{column}", "{old}") AS "{column}"' if old else f'"{column}"')
-    for old, new in renamed.items():
-        if old in have and new not in have:
-            out.append(f'"{old}" AS "{new}"')
-    for field in schema:
-        if field.name not in have and field.name not in {renamed.get(c) for c in have}:
-            duck_type = con.from_arrow(pa.table({"x": pa.nulls(0, field.type)})).types[0]
-            out.append(f'CAST(NULL AS {duck_type}) AS "{field.name}"')
-    return out
+def _sql_type(con: duckdb.DuckDBPyConnection, arrow_type: pa.DataType) -> str:
+    """DuckDB's name of an Arrow type (for a typed null)."""
+    return str(con.from_arrow(pa.table({"x": pa.nulls(0, arrow_type)})).types[0])
 
 
 def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConnection:

@@ -3,62 +3,19 @@ and partition columns. `docs/lake.md` is generated from these specs (`python -m 
 
 Partition columns live only in the hive path (`scores/run_id=r-…/part.parquet`), not in the files.
 Each column's description travels in the Parquet files too (field metadata `description`), so a plain
-Parquet reader sees what a column means without raglake."""
+Parquet reader sees what a column means without raglake. Nested fields of a known shape are maps, structs
+and lists of structs (raglake.lake.layouts: their types, and how older lakes' JSON strings read as them);
+a free-form object stays a JSON string, as its description says."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import pyarrow as pa
 
-from raglake.errors import LakeError
+from raglake.lake.layouts import GOLD_SUPPORT, PROMPT_VERSION_MAP, REFERENCE, SAMPLING_PARAMS, VERSION_MAP
+from raglake.lake.spec import TS, TableSpec, to_arrow
+from raglake.lake.spec import table_spec as _spec
 
-TS = pa.timestamp("us", tz="UTC")
-DESCRIPTION = b"description"
-
-# columns renamed since older lakes were written: table -> {old name: new name}; readers map the old
-# name onto the new one (raglake.lake.query), so a lake written before the rename stays readable
-RENAMED: dict[str, dict[str, str]] = {"runs": {"target": "target_spec"}}
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    name: str
-    partition: str
-    partition_type: pa.DataType
-    schema: pa.Schema  # without the partition column
-    doc: str = ""
-    partition_doc: str = ""
-
-    @property
-    def full_schema(self) -> pa.Schema:
-        return self.schema.append(pa.field(self.partition, self.partition_type))
-
-    def description(self, column: str) -> str:
-        """A column's description ("" where none is given)."""
-        if column == self.partition:
-            return self.partition_doc
-        meta = self.schema.field(column).metadata or {}
-        return meta.get(DESCRIPTION, b"").decode()
-
-
-Column = tuple[str, pa.DataType] | tuple[str, pa.DataType, str]
-
-
-def _spec(
-    name: str,
-    partition: str,
-    fields: list[Column],
-    ptype: pa.DataType = pa.string(),
-    *,
-    doc: str = "",
-    partition_doc: str = "",
-) -> TableSpec:
-    """A table's spec; a column is (name, type, description) (a description-less column fails the docs test)."""
-    made = [pa.field(c[0], c[1], metadata={DESCRIPTION: c[2]} if len(c) > 2 else None) for c in fields]
-    return TableSpec(name, partition, ptype, pa.schema(made), doc, partition_doc)
-
+__all__ = ["TABLES", "TableSpec", "to_arrow"]  # to_arrow and TableSpec: imported from here by the writers
 
 RUN_PARTITION = "the run's id (the hive folder `run_id=…`; readers such as DuckDB and pyarrow add it as a column)"
 SCORING = "the scoring that wrote the row: a run's first scoring, then one per `raglake rescore` of it"
@@ -74,7 +31,12 @@ RUNS = _spec(
         ("status", pa.string(), "how the run ended: `completed` (failed cases are counted in `cases`, not here)"),
         ("target_spec", pa.string(), "the target as given to `--target` (`builtin`, `http:FILE`, `replay:FILE`, …)"),
         ("target_kind", pa.string(), "the target's kind (`builtin`, `http`, `replay`, `replay-run`, …)"),
-        ("target_name", pa.string(), "the target's display name (what `raglake runs` and the report show)"),
+        (
+            "target_name",
+            pa.string(),
+            "the target's display name (what `raglake runs` and the report show; raglake's views read "
+            "target_spec here for runs of lakes written before the column)",
+        ),
         ("dataset_name", pa.string(), "the golden set's name"),
         ("dataset_path", pa.string(), "the golden set's file as given"),
         ("dataset_hash", pa.string(), "sha256 of the golden set's canonical cases"),
@@ -87,12 +49,31 @@ RUNS = _spec(
         ),
         ("embedder", pa.string(), "the embedder key of the embedding metrics (null: none ran)"),
         ("judge_models", pa.string(), "the judge model(s), comma-separated (null: no judge)"),
-        ("prompt_versions", pa.string(), "JSON object: judge prompt id -> version"),
+        (
+            "prompt_version_map",
+            PROMPT_VERSION_MAP,
+            "judge prompt id -> version, for the prompts the run's judge metrics may use "
+            "(older lakes: the JSON string column `prompt_versions`)",
+        ),
         ("index_version", pa.string(), "the version of the index the target searched (builtin target)"),
-        ("index_info", pa.string(), "JSON object: what the target reports about its index (free-form)"),
+        (
+            "index_info",
+            pa.string(),
+            "JSON object: what the target reports about its index (free-form: each target its own keys)",
+        ),
         ("code_version", pa.string(), "raglake's version (and git commit where known) that made the run"),
-        ("metric_versions", pa.string(), "JSON object: metric -> version, for every metric the run computed"),
-        ("config_json", pa.string(), "JSON object: the run's settings (scoring config, target config, options)"),
+        (
+            "metric_version_map",
+            VERSION_MAP,
+            "metric -> version, for every metric the run's first scoring computed "
+            "(older lakes: the JSON string column `metric_versions`)",
+        ),
+        (
+            "config_json",
+            pa.string(),
+            "JSON object: the run's settings (scoring config, target config, options; free-form: it grows "
+            "with every option, and a target's config is its own)",
+        ),
         (
             "committed",
             pa.bool_(),
@@ -122,14 +103,23 @@ CASES = _spec(
         ("expected_action", pa.string(), "what the system should do (`answer`, `refuse`, …)"),
         ("recency_conflict_rule", pa.string(), "how conflicting dated supports must be handled (null: no conflict)"),
         ("n_gold_supports", pa.int32(), "how many gold supports the case lists"),
-        ("gold_supports", pa.string(), "JSON list of the gold supports (rel_path, heading_path, snippets, …)"),
-        ("metadata", pa.string(), "JSON object: the golden case's free-form metadata"),
+        (
+            "gold_support_list",
+            pa.list_(GOLD_SUPPORT),
+            "the gold supports, in the golden case's order (chunks.matched_supports indexes it from 0); "
+            "heading_path as `A > B` (older lakes: the JSON string column `gold_supports`)",
+        ),
+        ("metadata", pa.string(), "JSON object: the golden case's metadata (free-form: any keys a golden set has)"),
         ("method", pa.string(), "the retrieval method the target reported"),
         ("capture_status", pa.string(), "the capture's outcome: ok, empty, error or timeout"),
         ("capture_error", pa.string(), "the target's error when capture_status is error or timeout"),
         ("answer", pa.string(), "the system's answer"),
         ("abstained", pa.bool_(), "whether the system declined to answer (null: not reported)"),
-        ("references", pa.string(), "JSON list of the passages the answer cites (rel_path, heading_path)"),
+        (
+            "reference_list",
+            pa.list_(REFERENCE),
+            "the passages the answer cites, heading_path as `A > B` (older lakes: the JSON string column `references`)",
+        ),
         ("n_retrieved", pa.int32(), "how many chunks the system retrieved"),
         ("folder_mode", pa.string(), "folder selection mode: off, on or on_with_fallback"),
         ("selected_folders", pa.list_(pa.string()), "the folders the system chose to search"),
@@ -254,12 +244,16 @@ JUDGE_CALLS = _spec(
         ("base_url", pa.string(), "the judge server"),
         ("prompt_id", pa.string(), "the prompt"),
         ("prompt_version", pa.int32(), "the prompt's version"),
-        ("params", pa.string(), "JSON object: sampling parameters (temperature, seed, max_tokens)"),
+        (
+            "sampling_params",
+            SAMPLING_PARAMS,
+            "the sampling parameters sent (older lakes: the JSON string column `params`)",
+        ),
         ("request", pa.string(), "the raw request body as JSON (kept verbatim for audit)"),
         ("response", pa.string(), "the raw response body as JSON (kept verbatim: any server's shape)"),
         ("reply_model", pa.string(), "the model the server's reply names (may differ from `model`)"),
         ("system_fingerprint", pa.string(), "the reply's system_fingerprint, when the server gives one"),
-        ("output", pa.string(), "the parsed verdict as JSON (null when the call failed)"),
+        ("output", pa.string(), "the parsed verdict as JSON (each prompt its own shape; null when the call failed)"),
         ("status", pa.string(), "ok or the failure kind (judge_error, timeout, …)"),
         ("error", pa.string(), "what went wrong"),
         ("attempts", pa.int32(), "requests made"),
@@ -374,24 +368,3 @@ TABLES: dict[str, TableSpec] = {
         METAEVAL,
     )
 }
-
-
-def to_arrow(spec: TableSpec, columns: dict[str, list], *, optional: Sequence[str] = ()) -> pa.Table:
-    """Columns as a table of exactly the spec's schema. Every column must be given, of one length:
-    a forgotten column is a LakeError, not nulls, unless it is named in `optional` (then it is nulls)."""
-    names = spec.schema.names
-    unknown = sorted(set(columns) - set(names))
-    if unknown:
-        raise LakeError(f"columns {unknown} are not in the {spec.name} schema (its columns: {', '.join(names)})")
-    missing = [n for n in names if n not in columns and n not in optional]
-    if missing:
-        raise LakeError(f"rows for table {spec.name} lack column(s) {', '.join(missing)}")
-    lengths = {len(v) for v in columns.values()}
-    if len(lengths) > 1:
-        raise LakeError(
-            f"the columns given for table {spec.name} have different lengths: "
-            + ", ".join(f"{k}={len(v)}" for k, v in columns.items())
-        )
-    n = lengths.pop() if lengths else 0
-    arrays = [pa.array(columns[f.name] if f.name in columns else [None] * n, type=f.type) for f in spec.schema]
-    return pa.Table.from_arrays(arrays, schema=spec.schema)

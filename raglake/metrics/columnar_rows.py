@@ -43,6 +43,8 @@ def repeated(values: pa.Array, counts: np.ndarray) -> pa.Array:
 
 def _coded(columns: Sequence[Column], codes: list[np.ndarray]) -> pa.Array:
     """Interleaved strings (row = case × metric) from each column's codes into its own vocabulary."""
+    if not any(col.vocab for col in columns):  # no column names any string: all null (judge and embedder fields)
+        return pa.nulls(sum(len(c) for c in codes), pa.string())
     vocab, shifted = [], []
     for col, c in zip(columns, codes):
         shifted.append(np.where(c >= 0, c + len(vocab), -1))
@@ -67,6 +69,9 @@ def score_arrays(case_ids: pa.Array, metrics: Sequence[Metric], columns: Sequenc
         "label_source": _coded(columns, [c.source for c in columns]),
     }
     for field, column in _META_COLUMNS.items():
+        if not any(field in c.meta for c in columns):
+            out[column] = pa.nulls(n * m, pa.string())
+            continue
         out[column] = _coded(columns, [c.meta.get(field, np.full(n, -1, np.int32)) for c in columns])
     return out
 

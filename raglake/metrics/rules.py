@@ -135,8 +135,12 @@ def _mask(arr: pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(arr, False), dtype=bool)
 
 
-def _python(answers: pa.Array, rows: np.ndarray, fn) -> list:
-    return [fn(t) for t in answers.take(pa.array(rows, type=pa.int64())).to_pylist()]
+def _python(answers: pa.Array, rows: np.ndarray, fn) -> np.ndarray:
+    """fn(answer) for the rows given, called once per distinct answer."""
+    sub = answers.take(pa.array(rows, type=pa.int64()))
+    distinct = pc.unique(sub)
+    found = np.asarray([fn(t) for t in distinct.to_pylist()], dtype=bool)
+    return found[np.asarray(pc.index_in(sub, value_set=distinct), dtype=np.int64)]
 
 
 def dont_know_array(answers: pa.Array) -> np.ndarray:
@@ -199,9 +203,13 @@ def fabricated_rows(
     known_docs = set(known_docs)
     known_tails = {t for d in known_docs for t in _suffixes(d)}
     tails: dict[str, frozenset[str]] = {}
+    in_text: dict[str, tuple[set[str], set[str]]] = {}  # what each distinct answer cites in its text
     out = []
     for answer, refs, chunks in zip(answers, references, retrieved):
-        paths, wiki = _cited(answer, refs)
+        if answer not in in_text:
+            in_text[answer] = _cited(answer, ())
+        paths, wiki = in_text[answer]
+        paths = paths | {p for p in refs if p}
         if wiki:  # rare: the plain rule
             out.append(bool(_missing(paths, wiki, {c for c in chunks if c} | known_docs)))
             continue

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from raglake.embed.bertscore import BertScore, idf_weights
 from raglake.embed.cache import TextEncoder
-from raglake.embed.encoders import bert_scorer, text_encoder
+from raglake.embed.encoders import bert_scorer, get_embedder, text_encoder
 from raglake.embed.model import resolve_device
 from raglake.embed.texts import VectorTable, collect_texts
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
-from raglake.metrics.registry import Metric
+from raglake.metrics.registry import Metric, select_metrics
 from raglake.schemas import Capture, GoldenCase
 
 
@@ -62,6 +63,29 @@ def needs_tokens(metrics: Sequence[Metric]) -> bool:
 
 def needs_embedder(metrics: Sequence[Metric]) -> bool:
     return any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in metrics)
+
+
+def load_embedder_early(metrics: list[str] | None, embedder: str | None, device: str) -> threading.Thread | None:
+    """Start loading the embedder a run will use (importing torch and sentence-transformers, then the
+    weights: seconds of CPU) in a daemon thread, when a selected metric embeds; the command line calls it
+    before Prefect's server starts, so that the load overlaps the wait instead of sitting inside the
+    embedding stage. The stage then finds the model loaded (or waits for the load under way). A known
+    failure (no such model or device, unreadable weights) is kept on the thread (`failure`), not raised
+    here: the stage's own load raises it again, in context, with the run's error handling."""
+    if not needs_embedder(select_metrics(metrics)):
+        return None
+
+    def load() -> None:
+        try:
+            model = get_embedder(embedder, device)
+            model.key  # noqa: B018 - hashes the weights (the run's embedder key)
+            model.model  # noqa: B018 - loads it
+        except (ConfigError, OSError) as e:
+            thread.failure = e  # type: ignore[attr-defined]
+
+    thread = threading.Thread(target=load, name="raglake-embedder-load", daemon=True)
+    thread.start()
+    return thread
 
 
 def embedding_device(metrics: Sequence[Metric], device: str) -> str | None:

@@ -36,7 +36,7 @@ from raglake.pipeline.settings import DEFAULT_TARGET as DEFAULT_TARGET  # the sa
 from raglake.pipeline.settings import SAMPLE_CAPTURES as SAMPLE_CAPTURES
 from raglake.pipeline.settings import SAMPLE_DIR as SAMPLE_DIR
 from raglake.pipeline.settings import SAMPLE_GOLDEN as SAMPLE_GOLDEN
-from raglake.pipeline.settings import RunSettings
+from raglake.pipeline.settings import RunSettings, auto_batch_size
 from raglake.pipeline.settings import sample_path as sample_path
 from raglake.pipeline.staging import BatchRef, stage_cases
 from raglake.schemas import GoldenCase
@@ -273,7 +273,7 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
         metrics=chosen,
         config=config,
         results_dir=results_dir(the_lake, settings.results),
-        batch_size=settings.batch_size,
+        batch_size=auto_batch_size(len(golden_set.cases), settings.batch_size),
         embedder=settings.embedder,
         judge=judge_config,
         spot_check=spot_config,

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from raglake.lake.landing import land_run
 from raglake.lake.latest import settle
+from raglake.lake.layouts import gold_support_list, reference_list, version_map
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.registry import Metric, RunValue, get_metric
@@ -51,8 +52,9 @@ class RunRecord:
 
     def columns(self) -> dict[str, list[Any]]:
         row = asdict(self)
-        for key in ("metric_versions", "prompt_versions", "index_info"):
-            row[key] = json.dumps(row[key], sort_keys=True)
+        row["metric_version_map"] = version_map(row.pop("metric_versions"))
+        row["prompt_version_map"] = version_map(row.pop("prompt_versions"))
+        row["index_info"] = json.dumps(row["index_info"], sort_keys=True)
         row["config_json"] = json.dumps(row.pop("config"), sort_keys=True, default=str)
         row["target_spec"] = row.pop("target")  # the lake's and the CLI's name for what --target was given
         row["committed"] = True  # the runs row is the run's commit: it is written last
@@ -81,14 +83,14 @@ def _case_row(case_line: bytes, capture_line: bytes) -> dict[str, Any]:
         "expected_action": case["expected_action"],
         "recency_conflict_rule": case["recency_conflict_rule"],
         "n_gold_supports": len(case["gold_supports"]),
-        "gold_supports": json.dumps(case["gold_supports"]),
+        "gold_support_list": gold_support_list(case["gold_supports"]),
         "metadata": json.dumps(case["metadata"], default=str),
         "method": cap["method"],
         "capture_status": cap["status"],
         "capture_error": cap["error"],
         "answer": cap["answer"],
         "abstained": cap["abstained"],
-        "references": json.dumps(cap["references"]),
+        "reference_list": reference_list(cap["references"]),
         "n_retrieved": len(cap["retrieved"]),
         "folder_mode": cap["folder_mode"],
         "selected_folders": cap["selected_folders"],

@@ -165,7 +165,9 @@ class RunSettings(_Settings):
     labels: str | None = None
     metrics: MetricNames = None
     require_snippets: bool = False
-    batch_size: int = Field(100, ge=1)
+    batch_size: int | None = Field(
+        None, ge=1, description="cases per capture/scoring task; None: auto_batch_size of the run's case count"
+    )
     results: str | None = None
     embedder: str | None = None
     device: DeviceName = "auto"
@@ -215,7 +217,9 @@ class RescoreSettings(_Settings):
     embedder: str | None = None
     device: DeviceName = "auto"
     judge: JudgeSettings | None = None
-    batch_size: int = Field(100, ge=1)
+    batch_size: int | None = Field(
+        None, ge=1, description="cases per capture/scoring task; None: auto_batch_size of the run's case count"
+    )
     dry_run: bool = False
     force: bool = Field(
         False, description="recompute every selected metric, changed or not (judge metrics only with a judge)"
@@ -252,3 +256,16 @@ def _describe(err: Any) -> str:
         "judge.", "judge_"
     ).replace("scoring.", "").replace("_", "-")
     return f"{option}: {message}"
+
+
+BATCHES_PER_RUN = 20  # an automatic batch size aims at this many batches ...
+MIN_BATCH, MAX_BATCH = 100, 5000  # ... within these bounds (memory is bounded by the batch, not the run)
+
+
+def auto_batch_size(n_cases: int, given: int | None = None) -> int:
+    """Cases per task: `given` when set, else n/20 between 100 and 5,000. Each task run costs Prefect
+    ~20 ms of CPU, so a fixed 100 spends ~400 s on a 1M-case run; a batch of at most 5,000 keeps memory
+    bounded (one batch scored at a time per worker) and a crashed run resumes losing at most a batch each."""
+    if given is not None:
+        return given
+    return max(MIN_BATCH, min(MAX_BATCH, -(-n_cases // BATCHES_PER_RUN)))

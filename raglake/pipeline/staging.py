@@ -30,6 +30,8 @@ from raglake.schemas import Capture, GoldenCase
 from raglake.spool import Spool
 
 SCORED_TABLES = ("cases", "scores", "labels", "chunks", "sentence_scores")
+# staged tables are read whole, once: no column statistics (min/max over every string cost as much as the rest)
+STAGED_PARQUET = {"compression": "zstd", "write_statistics": False}
 
 
 def sha256(data: bytes) -> str:
@@ -78,7 +80,7 @@ class Store:
 
     def put_table(self, relative: str, table: pa.Table) -> None:
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd")
+        pq.write_table(table, sink, **STAGED_PARQUET)
         self.put(relative, sink.getvalue().to_pybytes())
 
     def get_table(self, relative: str, columns: list[str] | None = None) -> pa.Table:

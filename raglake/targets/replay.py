@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -162,7 +161,7 @@ def _capture_from_row(row: dict, chunks: list[dict]) -> Capture:
         case_id=row["case_id"],
         answer=row["answer"] or "",
         abstained=row["abstained"],
-        references=json.loads(row["references"] or "[]"),
+        references=row["reference_list"] or [],
         retrieved=chunks,
         method=row["method"],
         status=row["capture_status"],

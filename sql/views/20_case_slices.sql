@@ -9,7 +9,7 @@ WITH base AS (
         coalesce(cases.difficulty, '(none)') AS difficulty,
         coalesce(cases.vault, '(none)') AS vault,
         CASE WHEN cases.answerable THEN 'answerable' ELSE 'unanswerable' END AS answerable,
-        coalesce(runs.target_name, runs.target_spec) AS target,
+        runs.target_name AS target,
         coalesce(cases.method, '(none)') AS method,
         CASE WHEN len(cases.tags) > 0 THEN cases.tags ELSE ['(untagged)'] END AS tags
     FROM cases

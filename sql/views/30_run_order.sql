@@ -4,11 +4,11 @@ WITH final AS (
     SELECT
         run_id,
         started_at,
-        coalesce(target_name, target_spec) AS target,
+        target_name,
         dataset_name,
         row_number() OVER (ORDER BY started_at DESC, run_id DESC) AS newest_rank,
         row_number() OVER (
-            PARTITION BY coalesce(target_name, target_spec), dataset_name
+            PARTITION BY target_name, dataset_name
             ORDER BY started_at DESC, run_id DESC
         ) AS newest_rank_in_target
     FROM runs
