@@ -53,7 +53,7 @@ def verdict_summary(rows: Sequence[Mapping[str, Any]], fdr: float | None) -> str
     )
 
 
-def verdict_headline(rows: Sequence[Mapping[str, Any]], name_b: str = "B") -> str:
+def verdict_headline(rows: Sequence[Mapping[str, Any]]) -> str:
     """The comparison's verdict in one line, regressions first: which metrics moved over all cases
     (their difference and interval) and how many slices got worse or better."""
     overall = [r for r in rows if r["dimension"] == "all"]
@@ -71,7 +71,7 @@ def verdict_headline(rows: Sequence[Mapping[str, Any]], name_b: str = "B") -> st
     over_all = "; ".join(p for p in parts if p) or "no real difference"
     n_worse = sum(1 for r in slices if r["regression"])
     n_better = sum(1 for r in slices if r["improvement"])
-    return f"verdict: {name_b} over all cases: {over_all}. Slices: {n_worse} worse, {n_better} better."
+    return f"verdict: B over all cases: {over_all}. Slices: {n_worse} worse, {n_better} better."
 
 
 def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:

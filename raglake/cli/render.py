@@ -11,7 +11,7 @@ import pyarrow as pa
 from rich.console import Console, Group
 from rich.table import Table
 
-from raglake.report.format import fold_unscored, number, pvalue
+from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue
 
 PIPE_WIDTH = 120  # a pipe or a CI log without $COLUMNS: wide enough for every --help option name
 
@@ -226,7 +226,7 @@ def figures_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
         cached = " (reused)" if r.get("reused") else ""
         out.add_row(r["metric"], r["stage"] or "", fmt(r["value"], digits) + unit + unpriced + cached, str(r["n"]))
     if reused:
-        out.caption = "(reused): the target's latency as measured by the earlier run whose captures this run reused"
+        out.caption = REUSED_NOTE
     return out
 
 

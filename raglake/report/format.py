@@ -9,6 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 DIGITS = 3
+# beside a run's latency figures that an earlier run measured (sql/run_figures.sql's `reused`): CLI and report
+REUSED_NOTE = (
+    "(reused): the target's latency as measured by the earlier run whose captures this run reused; "
+    "this run did not call the target for those cases"
+)
 
 # why a metric has no value, in words (the score rows' reason codes); other codes are shown as they are
 REASONS = {
