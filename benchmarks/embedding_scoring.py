@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from raglake.embed.cache import EmbeddingCache, TextEncoder
+from raglake.embed.cache import EmbeddingCache, TextEncoder, text_key
 from raglake.embed.texts import collect_texts
 from raglake.metrics.context import ScoringConfig
 from raglake.pipeline.scoring import ScoredBatch, score_batch
 from raglake.schemas import Capture, GoldenCase
+from raglake.text import sentences, words
 from raglake.text.sentences import split_sentences
 
 SENTENCE_METRICS = (
@@ -37,11 +38,22 @@ BATCH = 100  # the flow's default batch_size
 # ---- the three ways ----------------------------------------------------------------------------
 
 
-def raw_encode(embedder, texts: Sequence[str]) -> tuple[float, float]:
-    """(wall seconds, process CPU seconds) of one raw encode of the texts."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    embedder.model.encode(list(texts), batch_size=64, normalize_embeddings=True)
-    return time.perf_counter() - t0, time.process_time() - c0
+def raw_encode(embedder, texts: Sequence[str], parallel: bool | None = None) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one raw encode of the texts; `parallel` True/False forces the
+    tokenizer's parallelism for this call (TOKENIZERS_PARALLELISM is read on every call), None keeps the
+    process's setting (raglake's choice for the device)."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    if parallel is not None:
+        os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        embedder.model.encode(list(texts), batch_size=64, normalize_embeddings=True)
+        return time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
 class StageResult:
@@ -54,10 +66,23 @@ class StageResult:
     def total(self) -> float:
         return self.collect + self.encode + self.score
 
+    @property
+    def embedding(self) -> float:
+        """What the flow's embed-texts task does (the CLI's embedding stage): collect + encode, no scoring."""
+        return self.collect + self.encode
+
+
+def forget_memos() -> None:
+    """Start as a fresh process does: no memoised sentence splits, content words or text keys."""
+    sentences.clear_memo()
+    words.clear_memo()
+    text_key.cache_clear()
+
 
 def raglake_stage(pairs, embedder, metrics, config: ScoringConfig, cache_root: str | None) -> StageResult:
     """What the evaluate flow does after capture: embed_texts (collect + one encode), then score batches."""
     out = StageResult()
+    forget_memos()
     c0 = time.process_time()
     t0 = time.perf_counter()
     texts = collect_texts(pairs, config.k, metrics)

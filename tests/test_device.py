@@ -21,7 +21,7 @@ from raglake import progress
 from raglake.embed import cache as cache_module
 from raglake.embed.cache import EmbeddingCache, TextEncoder, cache_folder_name
 from raglake.embed.encoders import Encoders, get_embedder
-from raglake.embed.model import Embedder, resolve_device
+from raglake.embed.model import Embedder, offline_environment, resolve_device
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
@@ -197,3 +197,18 @@ def test_length_sorting_keeps_the_raw_models_values(monkeypatch) -> None:
 def test_an_embedder_on_the_cpu_by_default() -> None:
     assert Embedder().device == "cpu"
     assert get_embedder().device == "cpu"  # the builtin target and library calls stay on the cpu
+
+
+@pytest.mark.parametrize(("device", "expected"), [("cpu", "false"), ("cuda", "true"), ("mps", "true")])
+def test_tokenisation_runs_in_parallel_for_an_accelerator_and_serially_on_the_cpu(monkeypatch, device, expected):
+    """On a GPU the tokenizer is what limits encoding (NOTES.md: H200 figures), on the cpu torch takes the cores."""
+    monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
+    offline_environment(device)
+    assert os.environ["TOKENIZERS_PARALLELISM"] == expected
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_a_tokenizer_setting_the_user_made_wins(monkeypatch) -> None:
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    offline_environment("cuda")
+    assert os.environ["TOKENIZERS_PARALLELISM"] == "false"

@@ -171,3 +171,26 @@ def test_citation_markers_before_the_full_stop_stay_attached(text: str, expected
 )
 def test_citation_markers_after_the_full_stop_stay_with_their_sentence(text: str, expected: list[str]) -> None:
     assert split_sentences(text) == expected
+
+
+def test_memoised_splits_are_fresh_lists_each_time() -> None:
+    """split_sentences is memoised (a run splits the same chunks for many cases): a caller changing the
+    list it got must not change what the next caller gets."""
+    text = "First one here. Second one there."
+    got = split_sentences(text)
+    got.append("tampered")
+    got[0] = "changed"
+    assert split_sentences(text) == ["First one here.", "Second one there."]
+    assert split_sentences(None) == [] and split_sentences("") == []
+
+
+def test_memoised_content_words_are_fresh_lists_and_match_a_cleared_memo() -> None:
+    from raglake.text import words
+
+    text = "Pumps pumped; the pumping [1] station."
+    first = words.content_words(text)
+    first.clear()
+    again = words.content_words(text)
+    words.clear_memo()
+    assert again == words.content_words(text) == ["pump", "pump", "pump", "station"]
+    assert words.content_words(None) == []

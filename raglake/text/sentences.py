@@ -4,6 +4,7 @@ bullets, numbered lists, headings and code fences are handled; no model, no down
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 SPLITTER_VERSION = "1"
 
@@ -57,7 +58,12 @@ def split_paragraph(text: str) -> list[str]:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text: each list item and heading on its own, prose split at sentence ends,
-    code fences kept whole."""
+    code fences kept whole. Memoised (a run splits the same retrieved chunks for many cases)."""
+    return list(_split_sentences(text or ""))
+
+
+@lru_cache(maxsize=16384)  # bounded: popular chunks stay, one-off answers pass through
+def _split_sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     paragraph: list[str] = []
     fence: list[str] | None = None
@@ -67,7 +73,7 @@ def split_sentences(text: str) -> list[str]:
             out.extend(split_paragraph(" ".join(paragraph)))
             paragraph.clear()
 
-    for line in (text or "").splitlines():
+    for line in text.splitlines():
         if fence is not None:
             fence.append(line)
             if _FENCE.match(line):
@@ -92,4 +98,9 @@ def split_sentences(text: str) -> list[str]:
     flush()
     if fence:
         out.append("\n".join(fence).strip())
-    return [s for s in out if s]
+    return tuple(s for s in out if s)
+
+
+def clear_memo() -> None:
+    """Forget the memoised splits (benchmarks time a fresh run)."""
+    _split_sentences.cache_clear()

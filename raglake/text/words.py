@@ -5,6 +5,7 @@ citation markers ("[1]", "[2, 3]") left out, each cut to a crude stem (common su
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 WORDS_VERSION = "1"
 
@@ -29,6 +30,7 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The word without its first matching common suffix, keeping at least 3 letters ("pumping" -> "pump")."""
     for suffix in _SUFFIXES:
@@ -38,9 +40,14 @@ def stem(word: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """The stems of the text's words that are not stop words, in order (repeats kept)."""
-    tokens = _TOKEN.findall(_CITATION.sub(" ", text or "").lower())
-    return [stem(t) for t in tokens if t not in STOP_WORDS]
+    """The stems of the text's words that are not stop words, in order (repeats kept). Memoised."""
+    return list(_content_words(text or ""))
+
+
+@lru_cache(maxsize=16384)
+def _content_words(text: str) -> tuple[str, ...]:
+    tokens = _TOKEN.findall(_CITATION.sub(" ", text).lower())
+    return tuple(stem(t) for t in tokens if t not in STOP_WORDS)
 
 
 def coverage(sentence_words: list[str], context_words: set[str]) -> float | None:
@@ -48,3 +55,9 @@ def coverage(sentence_words: list[str], context_words: set[str]) -> float | None
     if not sentence_words:
         return None
     return sum(w in context_words for w in sentence_words) / len(sentence_words)
+
+
+def clear_memo() -> None:
+    """Forget the memoised stems and content words (benchmarks time a fresh run)."""
+    _content_words.cache_clear()
+    stem.cache_clear()
