@@ -101,47 +101,51 @@ def _jsonl(path: Path, rows: list[dict]) -> str:
 
 
 def cli_stage(
-    cases: list[dict], captures: list[dict], metrics: list[str], embedder, k: int, load_s: float
+    cases: list[dict], captures: list[dict], metrics: list[str], embedder, k: int, load_s: float, repeat: int = 1
 ) -> list[str]:
-    """`raglake run` on these cases (replayed captures, a fresh lake and vector cache), its recorded
-    embedding stage against the raw encode, in this process, of the texts that stage encoded."""
+    """`raglake run` on these cases (replayed captures, a fresh lake and vector cache each time), its
+    recorded embedding stage against the raw encode, in this process, of the texts that stage encoded;
+    with repeat R, R runs with a raw encode before each and one after, the fastest of each compared."""
     pairs = build_pairs(cases, captures)
     texts = collect_texts(pairs, k, [get_metric(m) for m in metrics])
-    raw_before = raw_encode(embedder, texts)[0]
-    with tempfile.TemporaryDirectory(prefix="raglake-embcli-") as tmp:
-        golden = _jsonl(Path(tmp) / "golden.jsonl", cases)
-        replay = _jsonl(Path(tmp) / "captures.jsonl", captures)
-        lake = str(Path(tmp) / "lake")
-        env = {**os.environ, "RAGLAKE_CACHE": str(Path(tmp) / "cache"), "COLUMNS": "200"}
-        cmd = [sys.executable, "-m", "raglake", "run", "--golden", golden, "--target", f"replay:{replay}"]
-        cmd += ["--lake", lake, "--k", str(k), "--metrics", ",".join(metrics), "--device", embedder.device, "-q"]
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
-        wall = time.perf_counter() - t0
-        if done.returncode != 0:
-            return [f"raglake run failed ({done.returncode}):", (done.stdout + done.stderr)[-2000:]]
-        q = open_lake(lake)
-        figures = fetch(
-            q.con, "SELECT metric, stage, value FROM run_metrics WHERE metric IN ('stage_seconds', 'embedding_texts')"
-        )
-        q.con.close()
-    seconds = {(m, s): v for m, s, v in figures}
-    stage = seconds[("stage_seconds", "embedding")]
-    gc.collect()
-    raw_s = min(raw_before, raw_encode(embedder, texts)[0])  # around the CLI run: the faster of the two
-    ratio, net = stage / raw_s, (stage - load_s) / raw_s
+    raws, stages, walls, seconds = [raw_encode(embedder, texts)[0]], [], [], {}
+    for _ in range(max(1, repeat)):
+        with tempfile.TemporaryDirectory(prefix="raglake-embcli-") as tmp:
+            golden = _jsonl(Path(tmp) / "golden.jsonl", cases)
+            replay = _jsonl(Path(tmp) / "captures.jsonl", captures)
+            lake = str(Path(tmp) / "lake")
+            env = {**os.environ, "RAGLAKE_CACHE": str(Path(tmp) / "cache"), "COLUMNS": "200"}
+            cmd = [sys.executable, "-m", "raglake", "run", "--golden", golden, "--target", f"replay:{replay}"]
+            cmd += ["--lake", lake, "--k", str(k), "--metrics", ",".join(metrics), "--device", embedder.device]
+            t0 = time.perf_counter()
+            done = subprocess.run([*cmd, "-q"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+            walls.append(time.perf_counter() - t0)
+            if done.returncode != 0:
+                return [f"raglake run failed ({done.returncode}):", (done.stdout + done.stderr)[-2000:]]
+            q = open_lake(lake)
+            figures = fetch(
+                q.con,
+                "SELECT metric, stage, value FROM run_metrics WHERE metric IN ('stage_seconds', 'embedding_texts')",
+            )
+            q.con.close()
+        seconds = {(m, s): v for m, s, v in figures}
+        stages.append(seconds[("stage_seconds", "embedding")])
+        gc.collect()
+        raws.append(raw_encode(embedder, texts)[0])
+    stage, raw_s = min(stages), min(raws)
+    ratio = stage / raw_s
     head = f"raglake run --metrics {','.join(metrics) if len(metrics) < 3 else f'<{len(metrics)} metrics>'}"
+    runs = f" (fastest of {len(stages)}: {', '.join(f'{s:.2f}' for s in stages)})" if len(stages) > 1 else ""
     return [
-        f"{head}: {len(cases):,} cases, k={k}, device {embedder.device}; CLI wall {wall:.1f} s",
+        f"{head}: {len(cases):,} cases, k={k}, device {embedder.device}; CLI wall {min(walls):.1f} s",
         f"  CLI embedding stage (stage_seconds){stage:>16.2f} s  "
         f"texts: {seconds.get(('embedding_texts', 'distinct'), float('nan')):,.0f} distinct, "
-        f"{seconds.get(('embedding_texts', 'encoded'), float('nan')):,.0f} encoded ({len(texts):,} here)",
-        f"  raw SentenceTransformer.encode, same texts{raw_s:>9.2f} s  (this process, model warm; faster of "
-        "one call before and one after the CLI run)",
+        f"{seconds.get(('embedding_texts', 'encoded'), float('nan')):,.0f} encoded ({len(texts):,} here){runs}",
+        f"  raw SentenceTransformer.encode, same texts{raw_s:>9.2f} s  (this process, model warm; fastest of "
+        f"{len(raws)}: one call before the CLI runs and one after each)",
         f"  ratio CLI stage / raw encode{ratio:>23.3f}    goal <= {GOAL_CLI_RAW:.2f}: "
-        f"{'met' if ratio <= GOAL_CLI_RAW else 'NOT met'}",
-        f"  ratio less one model load ({load_s:.1f} s){net:>18.3f}    "
-        "(the CLI's process loads the model inside its stage; the raw call finds it loaded)",
+        f"{'met' if ratio <= GOAL_CLI_RAW else 'NOT met'}   (the CLI loads its model ({load_s:.1f} s here) while "
+        "Prefect starts; the stage waits only for what is left of that load)",
     ]
 
 
@@ -199,8 +203,8 @@ def run_side_by_sides(args: argparse.Namespace, embedder, load_s: float):
     if args.cli_cases:
         few, their = cases[: args.cli_cases], captures[: args.cli_cases]
         six = [m.name for m in all_metrics(level="case") if m.texts]
-        yield cli_stage(few, their, six, embedder, args.chunks, load_s)
-        yield cli_stage(few, their, ["semantic_similarity"], embedder, args.chunks, load_s)
+        yield cli_stage(few, their, six, embedder, args.chunks, load_s, args.repeat)
+        yield cli_stage(few, their, ["semantic_similarity"], embedder, args.chunks, load_s, args.repeat)
     if args.sorting:
         six = [m for m in all_metrics(level="case") if m.texts]
         texts = collect_texts(pairs, args.chunks, six)[: args.sorting]

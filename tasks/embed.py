@@ -6,16 +6,16 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from raglake.embed.texts import collect_texts
+from raglake.embed.texts import collect_batch_texts
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import EmbeddingSpec
-from raglake.pipeline.staging import BatchRef, iter_pairs
+from raglake.pipeline.staging import BatchRef, iter_columnar
 
 
 @task(name="embed-texts", cache_policy=NO_CACHE)
 def embed_texts(embedding: EmbeddingSpec, batches: list[BatchRef], k: int, metrics: list[str]) -> dict[str, float]:
-    """The texts the selected metrics read, gathered from the staged batches one at a time."""
-    texts = collect_texts(iter_pairs(batches), k, [get_metric(name) for name in metrics])
+    """The texts the selected metrics read, gathered from the staged batches' columns one batch at a time."""
+    texts = collect_batch_texts(iter_columnar(batches), k, [get_metric(name) for name in metrics])
     encoder = embedding.encoder()
     before = (encoder.stats.encoded, encoder.stats.seconds_encoding)
     encoder.encode(texts, caller="metrics")

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.cache import EmbeddingCache, TextEncoder
 from raglake.embed.encoders import default_encoder
-from raglake.embed.texts import TEXT_KINDS, VectorTable, case_texts, collect_texts, text_kinds
+from raglake.embed.texts import (
+    TEXT_KINDS,
+    VectorTable,
+    case_texts,
+    collect_batch_texts,
+    collect_texts,
+    text_kinds,
+)
 from raglake.errors import ConfigError
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import all_metrics, get_metric, register
@@ -204,3 +213,35 @@ def test_bertscore_needs_no_vector_table_with_or_without_idf(idf: bool) -> None:
     assert alone.bert == together.bert and alone.bert_id == together.bert_id
     assert alone.bert_id.endswith(":idf") == idf
     assert {cid for cid, s in alone.bert.items() if s is not None} == {"full", "one", "nochunks", "abst"}
+
+
+@dataclass(frozen=True)
+class Reads:
+    """A metric as collect_texts sees it: the kinds of text it reads."""
+
+    texts: tuple[str, ...]
+
+
+def _columnar(pairs, folder) -> ColumnarBatch:
+    cases, captures = folder / "cases.jsonl", folder / "captures.jsonl"
+    cases.write_text("".join(c.model_dump_json() + "\n" for c, _ in pairs), encoding="utf-8")
+    captures.write_text("".join(x.model_dump_json() + "\n" for _, x in pairs), encoding="utf-8")
+    return ColumnarBatch.from_files(cases, captures)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 10])
+def test_the_columnar_collection_gives_the_same_texts_in_the_same_order(k: int, tmp_path) -> None:
+    """The embedding stage reads its batches as columns (no pydantic model per case, ~9x faster to read):
+    the same distinct texts, in the same first-seen order, as collect_texts over the models, for every
+    kind alone and all together, across batch boundaries."""
+    more = PAIRS + [
+        _pair("blank-chunk", "Blank?", "B.", "Some answer here.", _chunks("   ", "Real text. Two sentences.")),
+        _pair("dup", "Which database does Atlas use?", "Blue.", "The logo is blue.", _chunks("We run Postgres 16.")),
+    ]
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    batches = [_columnar(more[:4], first), _columnar(more[4:], second)]
+    for kinds in [*([kind] for kind in TEXT_KINDS), list(TEXT_KINDS)]:
+        metrics = [Reads(tuple(kinds))]
+        assert collect_batch_texts(batches, k, metrics) == collect_texts(more, k, metrics), kinds
+    assert collect_batch_texts(batches, k, [get_metric("recall_any_at_k")]) == []

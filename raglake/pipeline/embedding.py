@@ -67,11 +67,11 @@ def needs_embedder(metrics: Sequence[Metric]) -> bool:
 
 def load_embedder_early(metrics: list[str] | None, embedder: str | None, device: str) -> threading.Thread | None:
     """Start loading the embedder a run will use (importing torch and sentence-transformers, then the
-    weights: seconds of CPU) in a daemon thread, when a selected metric embeds; the command line calls it
-    before Prefect's server starts, so that the load overlaps the wait instead of sitting inside the
-    embedding stage. The stage then finds the model loaded (or waits for the load under way). A known
-    failure (no such model or device, unreadable weights) is kept on the thread (`failure`), not raised
-    here: the stage's own load raises it again, in context, with the run's error handling."""
+    weights: seconds of CPU, then one small warm-up encode) in a daemon thread, when a selected metric
+    embeds; the command line calls it before Prefect's server starts, so that the load overlaps the wait
+    instead of sitting inside the embedding stage. The stage then finds the model loaded (or waits for the
+    load under way). A known failure (no such model or device, unreadable weights) is kept on the thread
+    (`failure`), not raised here: the stage's own load raises it again, in context, with the run's error handling."""
     if not needs_embedder(select_metrics(metrics)):
         return None
 
@@ -79,7 +79,7 @@ def load_embedder_early(metrics: list[str] | None, embedder: str | None, device:
         try:
             model = get_embedder(embedder, device)
             model.key  # noqa: B018 - hashes the weights (the run's embedder key)
-            model.model  # noqa: B018 - loads it
+            model.load(warm=True)
         except (ConfigError, OSError) as e:
             thread.failure = e  # type: ignore[attr-defined]
 

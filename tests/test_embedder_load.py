@@ -1,0 +1,72 @@
+"""The embedder a run will use is loaded early, in a background thread, and warmed up there (one small
+encode of texts of several lengths) before anyone else may use it: the run's first real encode no longer
+pays the process's first-call costs, and nothing encodes with the model while the warm-up runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from raglake.embed.model import WARM_UP_TEXTS, Embedder
+from raglake.pipeline import embedding as embedding_module
+from raglake.pipeline.embedding import load_embedder_early
+
+
+class SlowModel:
+    """Records every encode; the warm-up takes a while, so a concurrent caller would overlap it."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def encode(self, texts, **kwargs):
+        if texts == WARM_UP_TEXTS:
+            self.log.append("warm-up started")
+            time.sleep(0.3)
+            self.log.append("warm-up done")
+        else:
+            self.log.append(f"encode {len(texts)}")
+        return [[0.0]] * len(texts)
+
+
+def test_a_warm_up_runs_before_anyone_else_gets_the_model(monkeypatch) -> None:
+    log: list[str] = []
+    monkeypatch.setattr(Embedder, "_load", lambda self: SlowModel(log))
+    embedder = Embedder()
+    loader = threading.Thread(target=embedder.load, kwargs={"warm": True})
+    loader.start()
+    while not log:  # the warm-up is under way
+        time.sleep(0.01)
+    embedder.model.encode(["a question"])  # waits for the load and its warm-up
+    loader.join()
+    assert log == ["warm-up started", "warm-up done", "encode 1"]
+
+
+def test_a_model_loaded_on_first_use_is_not_warmed_up(monkeypatch) -> None:
+    log: list[str] = []
+    monkeypatch.setattr(Embedder, "_load", lambda self: SlowModel(log))
+    embedder = Embedder()
+    embedder.model.encode(["x", "y"])
+    embedder.load(warm=True)  # already loaded: nothing more
+    assert log == ["encode 2"]
+
+
+def test_the_early_load_warms_the_runs_embedder_only_when_a_metric_embeds(monkeypatch) -> None:
+    asked: list[tuple[str | None, str, bool]] = []
+
+    class Recorder:
+        key = "stub@0"
+
+        def __init__(self, name, device):
+            self.name, self.device = name, device
+
+        def load(self, *, warm: bool = False) -> None:
+            asked.append((self.name, self.device, warm))
+
+    monkeypatch.setattr(embedding_module, "get_embedder", lambda name, device: Recorder(name, device))
+    assert load_embedder_early(["recall_any_at_k"], None, "cpu") is None
+    thread = load_embedder_early(["semantic_similarity"], None, "cpu")
+    assert thread is not None
+    thread.join(timeout=10)
+    assert asked == [(None, "cpu", True)]
+    # several lengths, up to about the model's 256 tokens: one text of each padded batch shape class
+    assert len({len(t.split()) for t in WARM_UP_TEXTS}) >= 5 and max(len(t.split()) for t in WARM_UP_TEXTS) >= 200
