@@ -263,3 +263,12 @@ def test_the_wheel_runs_the_bundled_sample_outside_the_checkout(tmp_path: Path) 
     out = _in(elsewhere, raglake, "report", run_id, "--output", "report.html")
     html = (elsewhere / "report.html").read_text()
     assert "report.html" in out and run_id in html and "recall_any_at_k" in html
+
+
+def test_the_licence_is_an_spdx_expression() -> None:
+    """setuptools warns on every install that a `{text = ...}` licence table stops building after
+    2027-02-18 (the warning filled `make run`'s first screen); PEP 639's SPDX string needs setuptools 77."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(project["project"]["license"], str)
+    assert re.fullmatch(r"[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*", project["project"]["license"])
+    assert "setuptools>=77" in project["build-system"]["requires"]
