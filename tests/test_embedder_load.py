@@ -70,3 +70,19 @@ def test_the_early_load_warms_the_runs_embedder_only_when_a_metric_embeds(monkey
     assert asked == [(None, "cpu", True)]
     # several lengths, up to about the model's 256 tokens: one text of each padded batch shape class
     assert len({len(t.split()) for t in WARM_UP_TEXTS}) >= 5 and max(len(t.split()) for t in WARM_UP_TEXTS) >= 200
+
+
+def test_a_torch_failure_in_the_early_load_is_kept_for_the_stage_to_raise(monkeypatch) -> None:
+    """A device out of memory during the load or the warm-up is no traceback from a background thread:
+    it is kept on the thread, and the model is left unloaded so the stage's own load raises it in context."""
+
+    class Failing:
+        key = "stub@0"
+
+        def load(self, *, warm: bool = False) -> None:
+            raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(embedding_module, "get_embedder", lambda name, device: Failing())
+    thread = load_embedder_early(["semantic_similarity"], None, "cuda")
+    thread.join(timeout=10)
+    assert isinstance(thread.failure, RuntimeError) and "out of memory" in str(thread.failure)

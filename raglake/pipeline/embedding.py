@@ -70,8 +70,9 @@ def load_embedder_early(metrics: list[str] | None, embedder: str | None, device:
     weights: seconds of CPU, then one small warm-up encode) in a daemon thread, when a selected metric
     embeds; the command line calls it before Prefect's server starts, so that the load overlaps the wait
     instead of sitting inside the embedding stage. The stage then finds the model loaded (or waits for the
-    load under way). A known failure (no such model or device, unreadable weights) is kept on the thread
-    (`failure`), not raised here: the stage's own load raises it again, in context, with the run's error handling."""
+    load under way). A known failure (no such model or device, unreadable weights, torch failing on the
+    device) is kept on the thread (`failure`), not raised here: the stage's own load raises it again, in
+    context, with the run's error handling."""
     if not needs_embedder(select_metrics(metrics)):
         return None
 
@@ -80,7 +81,7 @@ def load_embedder_early(metrics: list[str] | None, embedder: str | None, device:
             model = get_embedder(embedder, device)
             model.key  # noqa: B018 - hashes the weights (the run's embedder key)
             model.load(warm=True)
-        except (ConfigError, OSError) as e:
+        except (ConfigError, OSError, RuntimeError) as e:  # RuntimeError: torch's (a device out of memory)
             thread.failure = e  # type: ignore[attr-defined]
 
     thread = threading.Thread(target=load, name="raglake-embedder-load", daemon=True)
