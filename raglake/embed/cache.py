@@ -43,7 +43,7 @@ def cache_folder_name(embedder_key: str, device: str = "cpu") -> str:
     return re.sub(r"[^A-Za-z0-9._@-]+", "_", name)
 
 
-@lru_cache(maxsize=16384)  # a run asks for the same texts' keys many times (collect, encode, each batch)
+@lru_cache(maxsize=8192)  # a run asks for the same texts' keys many times (collect, encode, each batch)
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 

@@ -62,7 +62,7 @@ def split_sentences(text: str) -> list[str]:
     return list(_split_sentences(text or ""))
 
 
-@lru_cache(maxsize=16384)  # bounded: popular chunks stay, one-off answers pass through
+@lru_cache(maxsize=4096)  # bounded (~35 MB with 4 KB chunks): popular chunks stay, one-off answers pass
 def _split_sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     paragraph: list[str] = []

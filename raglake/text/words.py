@@ -44,7 +44,7 @@ def content_words(text: str) -> list[str]:
     return list(_content_words(text or ""))
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _content_words(text: str) -> tuple[str, ...]:
     tokens = _TOKEN.findall(_CITATION.sub(" ", text).lower())
     return tuple(stem(t) for t in tokens if t not in STOP_WORDS)
