@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import os
 import platform
 import sys
@@ -90,6 +89,10 @@ from embedding_inputs import build_pairs, load_inputs  # noqa: E402
 from embedding_scoring import (  # noqa: E402
     BATCH,
     SENTENCE_METRICS,
+    agreement_lines,
+    fmt_row,
+    forced_lines,
+    forced_tokenizer_encodes,
     per_case,
     profile_stage,
     raglake_stage,
@@ -113,10 +116,6 @@ GOAL_SEED = 3.0
 
 
 # ---- report ----------------------------------------------------------------------------------------
-
-
-def fmt_row(label: str, seconds: float, extra: str = "") -> str:
-    return f"{label:<50}{seconds:>9.2f} s  {extra}"
 
 
 def run_timing(args, embedder, out: list[str]) -> None:
@@ -159,13 +158,8 @@ def run_timing(args, embedder, out: list[str]) -> None:
             else:
                 mem_runs.append(raglake_stage(pairs, embedder, metrics, config, None))
     raw_s, raw_cpu = min(raw_times)
-    # sentence-transformers' own encode with its tokenizer forced serial and parallel (its default where
-    # nothing forked): the GPU goal is taken against the fastest raw encode of all
-    forced = {False: [], True: []}
-    for rep in range(args.repeat if embedder.device != "cpu" else 0):
-        for parallel in (False, True) if rep % 2 == 0 else (True, False):
-            gc.collect()
-            forced[parallel].append(raw_encode(embedder, distinct, parallel)[0])
+    # on a GPU the goal is taken against the fastest raw encode of all, the tokenizer forced either way too
+    forced = forced_tokenizer_encodes(embedder, distinct, args.repeat if embedder.device != "cpu" else 0)
     best_raw = min([raw_s, *forced[False], *forced[True]])
     mem = min(mem_runs, key=lambda r: r.total)
     with tempfile.TemporaryDirectory(prefix="raglake-embcache-") as tmp:
@@ -298,16 +292,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
         f"{'ratio (3)/(2) seed / raglake (in-memory)':<50}{r3:>9.2f}    goal >= {GOAL_SEED:.0f}: "
         f"{'met' if r3 >= GOAL_SEED else 'NOT met'}" + ("   (3) extrapolated" if m < n else "")
     )
-    for parallel, times in forced.items():
-        if times:
-            out.append(
-                fmt_row(
-                    f"(1{'ps'[not parallel]}) raw encode, tokenizer forced {('serial', 'parallel')[parallel]}",
-                    min(times),
-                    f"{len(distinct) / min(times):,.0f} texts/s (fastest of {len(times)}; "
-                    f"raglake's setting here: TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM')})",
-                )
-            )
+    out += forced_lines(forced, len(distinct))
     re_ = best_raw / mem.embedding
     out.append(
         f"{'throughput (1)/(2e): embedding stage / best raw':<50}{re_:>9.3f}    "
@@ -341,24 +326,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
         )
     )
     out.append("-" * w)
-    out.append(
-        f"{'metric':<24}{'n ok':>7}{'mean raglake':>14}{'raglake*':>10}{'seed*':>10}{'max |diff|*':>13}   "
-        f"* on the first {m:,} cases; disk == memory: {'yes' if same_disk else 'NO'}"
-    )
-    prefix_ids = {c.id for c, _ in pairs[:m]}
-    for name in SENTENCE_METRICS:
-        vals = ours.get(name, {})
-        sv = seed_vals.get(name, {})
-        common = [c for c in sv if c in vals]
-        diff = max((abs(vals[c] - sv[c]) for c in common), default=float("nan"))
-        sub = [v for c, v in vals.items() if c in prefix_ids]
-        missing = len(set(sv) ^ {c for c in vals if c in prefix_ids})
-        seed_mean = math.fsum(sv.values()) / len(sv) if sv else float("nan")
-        out.append(
-            f"{name:<24}{len(vals):>7,}{math.fsum(vals.values()) / max(len(vals), 1):>14.4f}"
-            f"{math.fsum(sub) / max(len(sub), 1):>10.4f}{seed_mean:>10.4f}{diff:>13.1e}"
-            + (f"   {missing} case(s) defined in one only" if missing else "")
-        )
+    out += agreement_lines(ours, seed_vals, {c.id for c, _ in pairs[:m]}, same_disk)
     out.append("=" * w)
     if profile_text:
         out.append("cProfile of stage (2), in-memory cache (profiling inflates Python-level time):")

@@ -5,6 +5,7 @@ of raglake's stage."""
 from __future__ import annotations
 
 import cProfile
+import gc
 import io
 import math
 import os
@@ -54,6 +55,34 @@ def raw_encode(embedder, texts: Sequence[str], parallel: bool | None = None) -> 
             os.environ.pop("TOKENIZERS_PARALLELISM", None)
         else:
             os.environ["TOKENIZERS_PARALLELISM"] = before
+
+
+def forced_tokenizer_encodes(embedder, texts: Sequence[str], repeat: int) -> dict[bool, list[float]]:
+    """sentence-transformers' own encode with its tokenizer forced serial (False) and parallel (True, its
+    default where nothing forked), `repeat` times each, interleaved: wall seconds by setting."""
+    forced: dict[bool, list[float]] = {False: [], True: []}
+    for rep in range(repeat):
+        for parallel in (False, True) if rep % 2 == 0 else (True, False):
+            gc.collect()
+            forced[parallel].append(raw_encode(embedder, texts, parallel)[0])
+    return forced
+
+
+def forced_lines(forced: dict[bool, list[float]], n_texts: int) -> list[str]:
+    return [
+        fmt_row(
+            f"(1{'ps'[not parallel]}) raw encode, tokenizer forced {('serial', 'parallel')[parallel]}",
+            min(times),
+            f"{n_texts / min(times):,.0f} texts/s (fastest of {len(times)}; "
+            f"raglake's setting here: TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM')})",
+        )
+        for parallel, times in forced.items()
+        if times
+    ]
+
+
+def fmt_row(label: str, seconds: float, extra: str = "") -> str:
+    return f"{label:<50}{seconds:>9.2f} s  {extra}"
 
 
 class StageResult:
@@ -167,6 +196,31 @@ def per_case(scores: dict[str, list]) -> dict[str, dict[str, float]]:
     for cid, name, value, status in zip(scores["case_id"], scores["metric"], scores["value"], scores["status"]):
         if status == "ok":
             out.setdefault(name, {})[cid] = value
+    return out
+
+
+def agreement_lines(
+    ours: dict[str, dict[str, float]], seed_vals: dict[str, dict[str, float]], prefix_ids: set[str], same_disk: bool
+) -> list[str]:
+    """Per metric: cases scored, raglake's mean, and on the seed's prefix of cases both means and the
+    largest per-case difference."""
+    out = [
+        f"{'metric':<24}{'n ok':>7}{'mean raglake':>14}{'raglake*':>10}{'seed*':>10}{'max |diff|*':>13}   "
+        f"* on the first {len(prefix_ids):,} cases; disk == memory: {'yes' if same_disk else 'NO'}"
+    ]
+    for name in SENTENCE_METRICS:
+        vals = ours.get(name, {})
+        sv = seed_vals.get(name, {})
+        common = [c for c in sv if c in vals]
+        diff = max((abs(vals[c] - sv[c]) for c in common), default=float("nan"))
+        sub = [v for c, v in vals.items() if c in prefix_ids]
+        missing = len(set(sv) ^ {c for c in vals if c in prefix_ids})
+        seed_mean = math.fsum(sv.values()) / len(sv) if sv else float("nan")
+        out.append(
+            f"{name:<24}{len(vals):>7,}{math.fsum(vals.values()) / max(len(vals), 1):>14.4f}"
+            f"{math.fsum(sub) / max(len(sub), 1):>10.4f}{seed_mean:>10.4f}{diff:>13.1e}"
+            + (f"   {missing} case(s) defined in one only" if missing else "")
+        )
     return out
 
 
