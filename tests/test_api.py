@@ -115,6 +115,24 @@ def test_import_raglake_is_light_and_lists_the_api() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_the_command_line_starts_without_charts_web_app_prefect_or_torch() -> None:
+    """Importing the command line (what every command pays before it runs) loads neither matplotlib and
+    jinja2 (only `raglake report` draws), FastAPI (only `serve-demo`), Prefect (only the commands that run
+    flows) nor torch; raglake.report's names still resolve, on first use."""
+    code = (
+        "import sys, raglake.cli\n"
+        "heavy = [m for m in ('matplotlib', 'jinja2', 'fastapi', 'prefect', 'torch') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from raglake.report import ReportData, gather, render, write\n"
+        "assert 'matplotlib' in sys.modules and 'jinja2' in sys.modules\n"
+        "assert callable(gather) and callable(render) and callable(write) and ReportData.__name__ == 'ReportData'\n"
+        "import raglake.report\n"
+        "assert {'render', 'write'} <= set(dir(raglake.report))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+
+
 def test_bad_rows_and_options_stop_before_anything_runs(tmp_path: Path) -> None:
     import raglake
     from raglake.errors import ConfigError, InputError

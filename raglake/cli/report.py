@@ -11,8 +11,7 @@ from raglake.analysis import DEFAULT_FDR, parse_fdr
 from raglake.cli import render
 from raglake.cli.common import LakeOpt, app
 from raglake.pipeline.lakes import open_lake
-from raglake.report import gather, write
-from raglake.report.html import check_output
+from raglake.report.data import gather
 
 
 @app.command()
@@ -36,11 +35,13 @@ def report(
 ) -> None:
     """One self-contained HTML file (opens offline): headline metrics with 95% CIs, charts by slice,
     the comparison with a baseline, latency and cost, index coverage and the worst cases."""
+    from raglake.report import html  # here, not at the top: only this command loads matplotlib and jinja2
+
     level = parse_fdr(fdr)
     q = open_lake(lake)
     run_id = q.run_ids([run])[0]
     baseline = q.run_ids([against])[0] if against else None
-    path = check_output(output or Path(f"report-{run_id}.html"))
+    path = html.check_output(output or Path(f"report-{run_id}.html"))
     data = gather(q, run_id, baseline, worst=worst, fdr=level)
-    path = write(data, path)
+    path = html.write(data, path)
     render.console.print(f"report: {path}", highlight=False, soft_wrap=True)

@@ -12,7 +12,6 @@ from raglake.cli.common import (
     LakeOpt,
     app,
 )
-from raglake.demo.app import Faults, create_app
 from raglake.docs import metrics_markdown
 from raglake.errors import ConfigError
 from raglake.golden import load_golden, load_imported_captures
@@ -67,7 +66,9 @@ def serve_demo(
     lake: LakeOpt = None,
 ) -> None:
     """Serve the builtin reference RAG over HTTP (POST /debug/query, GET /debug/index), with optional faults."""
-    import uvicorn  # the web server: only for this command
+    import uvicorn  # the web server and the demo app (FastAPI): only for this command
+
+    from raglake.demo.app import Faults, create_app
 
     try:
         faults = Faults(error_rate, timeout_rate, empty_rate, malformed_rate, flaky_rate, latency_ms, hang_s, seed)
