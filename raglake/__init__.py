@@ -10,8 +10,7 @@ line imports this package too, and its commands that only read the lake must not
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from raglake.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -23,14 +22,4 @@ _EXPORTS = {
 }
 __all__ = ["evaluate", "open_lake", "LakeFrames", "Result", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'raglake' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, globals())

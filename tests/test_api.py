@@ -101,36 +101,40 @@ def test_the_readme_python_api_runs_in_a_fresh_interpreter(tmp_path: Path) -> No
     assert "r-" in done.stdout.splitlines()[0]  # the first print: the run id
 
 
+def _fresh_python(*lines: str) -> None:
+    """The lines run in a new interpreter (nothing imported yet) and pass."""
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_import_raglake_is_light_and_lists_the_api() -> None:
     """`import raglake` (what every command does first) loads neither Prefect nor pandas; the API's
     names are listed and load on first use."""
-    code = (
-        "import sys, raglake\n"
-        "assert {'evaluate', 'open_lake', 'Result'} <= set(dir(raglake)), dir(raglake)\n"
-        "assert 'prefect' not in sys.modules and 'pandas' not in sys.modules\n"
-        "raglake.open_lake\n"
-        "assert 'pandas' in sys.modules and 'prefect' not in sys.modules  # reading a lake never loads Prefect\n"
+    _fresh_python(
+        "import sys, raglake",
+        "assert {'evaluate', 'open_lake', 'Result'} <= set(dir(raglake)), dir(raglake)",
+        "assert 'prefect' not in sys.modules and 'pandas' not in sys.modules",
+        "raglake.open_lake",
+        "assert 'pandas' in sys.modules and 'prefect' not in sys.modules  # reading a lake never loads Prefect",
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
 
 
 def test_the_command_line_starts_without_charts_web_app_prefect_or_torch() -> None:
     """Importing the command line (what every command pays before it runs) loads neither matplotlib and
     jinja2 (only `raglake report` draws), FastAPI (only `serve-demo`), Prefect (only the commands that run
     flows) nor torch; raglake.report's names still resolve, on first use."""
-    code = (
-        "import sys, raglake.cli\n"
-        "heavy = [m for m in ('matplotlib', 'jinja2', 'fastapi', 'prefect', 'torch') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-        "from raglake.report import ReportData, gather, render, write\n"
-        "assert 'matplotlib' in sys.modules and 'jinja2' in sys.modules\n"
-        "assert callable(gather) and callable(render) and callable(write) and ReportData.__name__ == 'ReportData'\n"
-        "import raglake.report\n"
-        "assert {'render', 'write'} <= set(dir(raglake.report))\n"
+    _fresh_python(
+        "import sys, raglake.cli",
+        "heavy = [m for m in ('matplotlib', 'jinja2', 'fastapi', 'prefect', 'torch') if m in sys.modules]",
+        "assert not heavy, heavy",
+        "import raglake.report",
+        "assert {'render', 'write'} <= set(dir(raglake.report)) and not hasattr(raglake.report, 'nope')",
+        "from raglake.report import ReportData, gather, render, write",
+        "assert 'matplotlib' in sys.modules and 'jinja2' in sys.modules",
+        "assert callable(gather) and callable(render) and callable(write) and ReportData.__name__ == 'ReportData'",
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
 
 
 def test_bad_rows_and_options_stop_before_anything_runs(tmp_path: Path) -> None:

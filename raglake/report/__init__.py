@@ -10,8 +10,7 @@ needs the HTML writer and its charts (matplotlib and jinja2: ~0.5 s of every com
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from raglake.lazy import lazy_names
 
 _EXPORTS = {
     "ReportData": "raglake.report.data",
@@ -21,14 +20,4 @@ _EXPORTS = {
 }
 __all__ = ["ReportData", "gather", "render", "write"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'raglake.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, globals())
