@@ -137,6 +137,17 @@ def test_the_command_line_starts_without_charts_web_app_prefect_or_torch() -> No
     )
 
 
+def test_a_run_can_have_pyarrow_import_pandas_in_the_background() -> None:
+    """pyarrow imports pandas on its first conversion of Python values (0.35-0.45 s); `raglake run` and
+    `rescore` start that import in a daemon thread while Prefect's server starts, not inside a stage."""
+    _fresh_python(
+        "import sys; from raglake.columnar.arrays import import_pandas_early",
+        "assert 'pandas' not in sys.modules",
+        "thread = import_pandas_early(); assert thread.daemon; thread.join(60)",
+        "assert 'pandas' in sys.modules",
+    )
+
+
 def test_bad_rows_and_options_stop_before_anything_runs(tmp_path: Path) -> None:
     import raglake
     from raglake.errors import ConfigError, InputError

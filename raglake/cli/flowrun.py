@@ -10,6 +10,7 @@ from collections.abc import Callable
 from raglake import progress
 from raglake.cli import interrupt, render
 from raglake.cli.common import judge_endpoint
+from raglake.columnar.arrays import import_pandas_early
 from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate
 from raglake.flows.metaeval import metaeval
@@ -48,6 +49,7 @@ def evaluate_targets(runs: list[RunSettings], *, quiet: bool) -> list[str]:
         with interrupt.stoppable(_run_note(runs[0].lake, run_ids)), interrupt.cleanup(runtime.stop_api):
             for s in runs:  # the embedder loads while Prefect's server starts, not inside the embedding stage
                 load_embedder_early(s.metrics, s.embedder, s.device)
+            import_pandas_early()  # likewise pyarrow's import of pandas, not inside the first stage
             runtime.start_api()
             with judge_endpoint(runs[0].judge) as judge, progress.reporting(render.console, not quiet):
                 return [interrupt.run_in_worker(evaluate, s.model_copy(update={"judge": judge})) for s in runs]
@@ -65,6 +67,7 @@ def _rescore_note() -> str:
 def rescore_runs(settings: RescoreSettings, *, quiet: bool) -> dict:
     """Run the `rescore` flow; returns its report."""
     with interrupt.stoppable(_rescore_note), interrupt.cleanup(runtime.stop_api):
+        import_pandas_early()
         runtime.start_api()
         with progress.reporting(render.console, not quiet):
             return interrupt.run_in_worker(rescore, settings)
