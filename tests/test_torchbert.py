@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 import torch
 
+from raglake.embed import model as model_module
 from raglake.embed.bertscore import BertScorer
 from raglake.embed.model import Embedder, _is_torchbert
 from raglake.embed.torchbert import TorchBert, unsupported
+from raglake.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 EDGES = ["", " ", "  leading and trailing  ", "\t\n", "x", "Ünïcödé café naïve 東京 😀 – “quotes”", "word " * 400]
@@ -167,3 +169,19 @@ def test_another_folder_or_device_loads_sentence_transformers(pair) -> None:
     named = Embedder(str(embedder.path))  # the same weights, named by folder: not the verified default
     assert not _is_torchbert(named.model) and type(named.model).__name__ == "SentenceTransformer"
     assert np.array_equal(named.encode(["a question", "an answer"]), embedder.encode(["a question", "an answer"]))
+
+
+@pytest.mark.parametrize(
+    "broken, says",
+    [("model.safetensors", "header"), ("tokenizer.json", "line 1 column"), ("config.json", "line 1 column")],
+)
+def test_a_damaged_packaged_model_is_a_config_error_naming_the_file(pair, tmp_path, monkeypatch, broken, says) -> None:
+    embedder, _ = pair
+    folder = _copy(embedder.path, tmp_path / "model")
+    (folder / broken).unlink()
+    (folder / broken).write_text('{"truncated": ', encoding="utf-8")
+    monkeypatch.setattr(model_module, "resolve_embedder_path", lambda name: (embedder.name, folder))
+    damaged = Embedder()
+    with pytest.raises(ConfigError, match="cannot load embedder") as raised:
+        damaged.load()
+    assert str(folder / broken) in str(raised.value) and says in str(raised.value)

@@ -155,8 +155,11 @@ class Embedder:
         if self.device == "cpu" and self.name == f"sentence-transformers/{DEFAULT_EMBEDDER}":
             from raglake.embed import torchbert  # imports torch (seconds): only when a model loads
 
-            if torchbert.unsupported(self.path) is None:
-                return torchbert.TorchBert(self.path, self.device)
+            try:
+                if torchbert.unsupported(self.path) is None:
+                    return torchbert.TorchBert(self.path, self.device)
+            except (OSError, ValueError) as e:  # unreadable weights, a broken tokenizer.json or config
+                raise ConfigError(f"cannot load embedder from {self.path}: {e}") from None
         return self._load_sentence_transformer()
 
     def _load_sentence_transformer(self):  # noqa: ANN202

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 
@@ -24,8 +25,14 @@ MODULES = ("Transformer", "Pooling", "Normalize")  # sentence-transformers modul
 
 
 def _json(path: Path, missing: dict | list | None = None) -> dict | list:
-    """A JSON file of the model folder (`missing`, default {}, when there is none)."""
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else ({} if missing is None else missing)
+    """A JSON file of the model folder (`missing`, default {}, when there is none); a broken one is a
+    ValueError naming the file, line and column."""
+    if not path.exists():
+        return {} if missing is None else missing
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 def unsupported(folder: Path) -> str | None:
@@ -60,10 +67,12 @@ class BertTokenizer:
     `tokenizer(texts, add_special_tokens=..., truncation=False)["input_ids"]`."""
 
     def __init__(self, folder: Path, max_length: int):
-        self._plain = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        _json(folder / "tokenizer.json")  # a broken file: a ValueError naming it, not tokenizers' bare Exception
+        spec = (folder / "tokenizer.json").read_text(encoding="utf-8")
+        self._plain = Tokenizer.from_str(spec)
         self._plain.no_truncation()
         self._plain.no_padding()
-        self._cut = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._cut = Tokenizer.from_str(spec)
         self._cut.enable_truncation(max_length)  # longest first, as sentence-transformers asks
         self._cut.no_padding()
         self.model_max_length = max_length
@@ -105,7 +114,10 @@ class TorchBert:
         self.device = torch.device(device)
         self.num_layers, self.hidden_size = int(config["num_hidden_layers"]), int(config["hidden_size"])
         self.heads, self.eps = int(config["num_attention_heads"]), float(config["layer_norm_eps"])
-        weights = load_file(str(folder / "model.safetensors"), device=str(self.device))
+        try:
+            weights = load_file(str(folder / "model.safetensors"), device=str(self.device))
+        except SafetensorError as e:
+            raise ValueError(f"{folder / 'model.safetensors'}: {e}") from None
         self.w = {name.removeprefix("bert."): tensor for name, tensor in weights.items()}
         length = int(_json(folder / "sentence_bert_config.json").get("max_seq_length") or 512)
         self.max_seq_length = min(length, int(config["max_position_embeddings"]))
