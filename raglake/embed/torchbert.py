@@ -29,8 +29,12 @@ def _json(path: Path, missing: dict | list | None = None) -> dict | list:
     ValueError naming the file, line and column."""
     if not path.exists():
         return {} if missing is None else missing
+    return _parse(path, path.read_text(encoding="utf-8"))
+
+
+def _parse(path: Path, text: str) -> dict | list:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
 
@@ -67,8 +71,8 @@ class BertTokenizer:
     `tokenizer(texts, add_special_tokens=..., truncation=False)["input_ids"]`."""
 
     def __init__(self, folder: Path, max_length: int):
-        _json(folder / "tokenizer.json")  # a broken file: a ValueError naming it, not tokenizers' bare Exception
         spec = (folder / "tokenizer.json").read_text(encoding="utf-8")
+        _parse(folder / "tokenizer.json", spec)  # a broken file: a ValueError naming it, not tokenizers' bare Exception
         self._plain = Tokenizer.from_str(spec)
         self._plain.no_truncation()
         self._plain.no_padding()
