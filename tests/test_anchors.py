@@ -4,8 +4,12 @@ matching, snippet matching and path_under_folder."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raglake.anchors import (
+    _rel_path_uncached,
+    _split_heading_uncached,
     anchor_matches,
     fold_text,
     heading_segments,
@@ -300,3 +304,46 @@ def test_end_to_end_require_snippets():
 )
 def test_path_under_folder(rel_path, folder, expected):
     assert path_under_folder(rel_path, folder) is expected
+
+
+# ---- the memoised normalisers (validating a file record by record calls them for every heading and path)
+
+
+_HEADINGS = st.one_of(
+    st.text(alphabet=st.sampled_from("ab >/#\t\u00e9"), max_size=12),
+    st.lists(
+        st.one_of(st.text(alphabet=st.sampled_from("ab >/#"), max_size=6), st.integers(-2, 2), st.booleans()),
+        max_size=4,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_HEADINGS, min_size=1, max_size=6))
+def test_heading_segments_memoised_equal_the_plain_split_in_any_order(paths):
+    """Whatever was asked before (1, 1.0 and True are equal keys of a dict), each answer is the one the
+    unmemoised rule gives: the list joined with ' > ' after str() of each heading, then split."""
+    for path in paths:
+        text = path if isinstance(path, str) else " > ".join(str(p) for p in path)
+        assert heading_segments(path) == _split_heading_uncached(text)
+
+
+def test_heading_segments_of_numbers_are_their_text_whatever_came_first():
+    assert heading_segments([True]) == ("True",)
+    assert heading_segments([1]) == ("1",)
+    assert heading_segments(["1"]) == ("1",)
+    assert heading_segments([1.0]) == ("1.0",)
+
+
+def test_long_headings_and_paths_are_normalised_without_the_cache():
+    long = "A " * 600 + "> B"
+    assert heading_segments(long) == ("A " * 599 + "A", "B")
+    assert normalise_rel_path(" ./" + "x/" * 600) == "x/" * 600
+    assert normalise_rel_path(None) == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.sampled_from("a./\\ "), max_size=10)), min_size=1))
+def test_normalise_rel_path_memoised_equals_the_plain_rule(paths):
+    for path in paths:
+        assert normalise_rel_path(path) == _rel_path_uncached(path)
