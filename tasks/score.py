@@ -12,13 +12,14 @@ from prefect import get_client, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
+from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
+from raglake.pipeline.case_table import cases_table_from_columns, staged_lines
 from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.plan import score_key, scoring_token
-from raglake.pipeline.rows import cases_table_from_lines
 from raglake.pipeline.runners import RunnerSpec
-from raglake.pipeline.scoring import score_files
+from raglake.pipeline.scoring import score_columnar
 from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored
 
 
@@ -52,19 +53,20 @@ def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
         return found
     metrics = [get_metric(name) for name in settings.versions]
     embedding, store = settings.embedding, batch.store()
-    with store.local(batch.cases, batch.captures or "") as (cases_path, captures_path):
-        scored = score_files(
-            cases_path,
-            captures_path,
-            metrics,
-            settings.config,
-            known_docs=settings.known_docs,
-            encoder=embedding.encoder() if embedding is not None else None,
-            idf=embedding.idf if embedding is not None else None,
-            judge=batch.read_judged(),
-        )
+    with store.local(batch.cases, batch.captured()) as (cases_path, captures_path):
+        columns = ColumnarBatch.from_files(cases_path, captures_path)
+    scored = score_columnar(
+        columns,
+        metrics,
+        settings.config,
+        known_docs=settings.known_docs,
+        encoder=embedding.encoder() if embedding is not None else None,
+        idf=embedding.idf if embedding is not None else None,
+        judge=batch.read_judged(),
+    )
     tables = scored.tables()
-    tables["cases"] = cases_table_from_lines(store.get(batch.cases), store.get(batch.captures or ""))
+    case_lines, capture_lines = (staged_lines(store.get(path)) for path in (batch.cases, batch.captured()))
+    tables["cases"] = cases_table_from_columns(columns, case_lines, capture_lines)
     return stage_scored(batch.results, batch.index, key, tables)
 
 

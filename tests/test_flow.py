@@ -3,7 +3,6 @@ does no scoring work, and a run that crashed while landing resumes without scori
 
 from __future__ import annotations
 
-import fsspec
 import pytest
 
 from raglake.errors import InputError
@@ -24,14 +23,13 @@ def scoring_calls(monkeypatch) -> list[int]:
     import raglake.tasks.score
 
     calls: list[int] = []
-    original = raglake.tasks.score.score_files
+    original = raglake.tasks.score.score_columnar
 
-    def counting(cases_path, *args, **kwargs):  # the number of cases in each batch scored
-        with fsspec.open(cases_path, "rb") as f:
-            calls.append(sum(1 for line in f if line.strip()))
-        return original(cases_path, *args, **kwargs)
+    def counting(batch, *args, **kwargs):  # the number of cases in each batch scored
+        calls.append(len(batch))
+        return original(batch, *args, **kwargs)
 
-    monkeypatch.setattr(raglake.tasks.score, "score_files", counting)
+    monkeypatch.setattr(raglake.tasks.score, "score_columnar", counting)
     return calls
 
 

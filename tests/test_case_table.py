@@ -1,0 +1,111 @@
+"""The `cases` rows a scored batch stages, built from its columns (raglake.pipeline.case_table), equal the
+rows `cases_table_from_lines` makes from the staged canonical lines (the definition), column for column."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from raglake.columnar.batch import ColumnarBatch
+from raglake.golden import load_golden
+from raglake.pipeline.case_table import cases_table_from_columns, staged_lines
+from raglake.pipeline.rows import cases_table_from_lines
+from raglake.pipeline.settings import SAMPLE_CAPTURES, SAMPLE_GOLDEN
+from raglake.pipeline.staging import jsonl
+from raglake.schemas import Capture, GoldenCase
+from raglake.targets.replay import ReplayFile
+from tests.test_columnar_scoring import _models, batches
+
+METADATA = st.sampled_from(
+    [
+        {},
+        {"source": "wiki", "n": 3},
+        {"metadata": {}},  # the key inside itself: the empty-object shortcut must not take it
+        {"big": 2**70, "f": 0.1, "s": "Café — “quoted” \\ {}", "l": [1, None, {"x": []}]},
+    ]
+)
+EXTRA = st.fixed_dictionaries(
+    {
+        "metadata": METADATA,
+        "tags": st.lists(st.sampled_from(["a", "b", "ünï"]), unique=True, max_size=3),
+        "vault": st.sampled_from([None, "work"]),
+        "category": st.sampled_from([None, "single_fact", "Multi-Hop"]),
+        "difficulty": st.sampled_from([None, "easy", "Hard"]),
+        "reference_answer": st.sampled_from([None, "", "It is 42."]),
+    }
+)
+CAPTURE_EXTRA = st.fixed_dictionaries(
+    {
+        "latency_ms": st.sampled_from([{}, {"retrieval": 1.5, "total": 20}, {"wall": 0.0, "generation": None}]),
+        "attempts": st.sampled_from([None, 1, 3]),
+        "error": st.sampled_from([None, "boom"]),
+    }
+)
+
+
+def _both(cases: list[GoldenCase], captures: list[Capture], folder: Path) -> tuple[pa.Table, pa.Table]:
+    """(from columns, from lines) for a batch staged as canonical lines."""
+    case_bytes, capture_bytes = jsonl(cases), jsonl(captures)
+    (folder / "cases.jsonl").write_bytes(case_bytes)
+    (folder / "captures.jsonl").write_bytes(capture_bytes)
+    batch = ColumnarBatch.from_files(folder / "cases.jsonl", folder / "captures.jsonl")
+    ours = cases_table_from_columns(batch, staged_lines(case_bytes), staged_lines(capture_bytes))
+    return ours, cases_table_from_lines(case_bytes, capture_bytes)
+
+
+def assert_same(ours: pa.Table, theirs: pa.Table) -> None:
+    assert ours.schema == theirs.schema
+    for name in theirs.column_names:
+        a, b = ours.column(name).to_pylist(), theirs.column(name).to_pylist()
+        assert a == b, (name, next((x, y) for x, y in zip(a, b) if x != y))
+
+
+@pytest.mark.parametrize("replay", SAMPLE_CAPTURES)
+def test_the_sample_batch_gives_the_same_rows(replay: str, tmp_path: Path) -> None:
+    golden = load_golden(SAMPLE_GOLDEN)
+    captures = ReplayFile(replay.removeprefix("replay:")).capture(list(golden.cases))
+    ours, theirs = _both(list(golden.cases), captures, tmp_path)
+    assert theirs.num_rows == len(golden.cases) > 10
+    assert_same(ours, theirs)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches(), st.data())
+def test_generated_batches_give_the_same_rows(data, draw) -> None:
+    cases, captures = data
+    for case in cases:
+        case.update({k: v for k, v in draw.draw(EXTRA).items() if v is not None})
+    for capture in captures:
+        capture.update({k: v for k, v in draw.draw(CAPTURE_EXTRA).items() if v is not None})
+    pairs = _models(cases, captures)
+    with tempfile.TemporaryDirectory() as folder:
+        ours, theirs = _both([c for c, _ in pairs], [x for _, x in pairs], Path(folder))
+    assert_same(ours, theirs)
+
+
+def test_metadata_is_written_as_json_dumps_writes_it(tmp_path: Path) -> None:
+    cases = [
+        GoldenCase(id="a", question="q?", metadata={"big": 2**70, "f": 1e-7, "nested": {"metadata": {}}}),
+        GoldenCase(id="b", question="q?"),
+    ]
+    captures = [Capture(case_id="a"), Capture(case_id="b")]
+    ours, theirs = _both(cases, captures, tmp_path)
+    assert ours.column("metadata").to_pylist() == [
+        '{"big": 1180591620717411303424, "f": 1e-07, "nested": {"metadata": {}}}',
+        "{}",
+    ]
+    assert_same(ours, theirs)
+
+
+def test_lines_and_columns_of_different_lengths_are_refused(tmp_path: Path) -> None:
+    cases, captures = [GoldenCase(id="a", question="q?")], [Capture(case_id="a")]
+    (tmp_path / "c.jsonl").write_bytes(jsonl(cases))
+    (tmp_path / "x.jsonl").write_bytes(jsonl(captures))
+    batch = ColumnarBatch.from_files(tmp_path / "c.jsonl", tmp_path / "x.jsonl")
+    with pytest.raises(ValueError, match="1 cases in columns but 2 case"):
+        cases_table_from_columns(batch, staged_lines(jsonl(cases * 2)), staged_lines(jsonl(captures)))
