@@ -12,8 +12,9 @@ answers vary (citations, "don't know", non-ASCII) so that the label and abstenti
 Timed, each after a warm-up on a few cases (imports and first-call costs out of both), --repeat times
 alternately (the best time of each is compared; the machine is shared):
 - raglake: read both files in columns (raglake.columnar), score the retrieval, label and abstention
-  families vectorised (raglake.pipeline.scoring.score_columnar), build the scores, labels and chunks
-  tables and write each with pq.write_table as a flow stages them (STAGED_PARQUET; here in threads);
+  families vectorised (raglake.pipeline.scoring.score_columnar), build the scores, labels, chunks and
+  cases tables (the cases rows from the columns and the files' lines, raglake.pipeline.case_table) and
+  write each with pq.write_table as the score task stages them (STAGED_PARQUET; here in threads);
 - pytrec_eval: parse_qrel and parse_run on the TREC files, evaluate P_10, recip_rank and ndcg_cut_10,
   and the mean of each.
 Printed: both times, the throughput ratio (pytrec_eval time / raglake time; the goal is ≥ 1.0), the
@@ -49,6 +50,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from raglake.columnar.batch import ColumnarBatch  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import all_metrics  # noqa: E402
+from raglake.pipeline.case_table import cases_table_from_columns, staged_lines  # noqa: E402
 from raglake.pipeline.scoring import score_columnar  # noqa: E402
 from raglake.pipeline.staging import STAGED_PARQUET  # noqa: E402
 from raglake.schemas import Capture, GoldenCase  # noqa: E402
@@ -202,6 +204,8 @@ def raglake_to_parquet(paths: dict[str, Path], out: Path) -> tuple[float, dict[s
     batch = ColumnarBatch.from_files(paths["golden.jsonl"], paths["captures.jsonl"])
     t1 = time.perf_counter()
     tables = score_columnar(batch, metrics, ScoringConfig(k=K)).tables()
+    lines = [staged_lines(paths[name].read_bytes()) for name in ("golden.jsonl", "captures.jsonl")]
+    tables["cases"] = cases_table_from_columns(batch, *lines)  # the score task stages it too
     t2 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=len(tables)) as pool:  # the Parquet writer leaves the GIL
         list(pool.map(lambda kv: pq.write_table(kv[1], out / f"{kv[0]}.parquet", **STAGED_PARQUET), tables.items()))
