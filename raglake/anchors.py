@@ -8,7 +8,11 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-ANCHOR_RULE_VERSION = "2"  # 2: snippets are Unicode-normalised (NFC) before matching
+# 2: snippets are Unicode-normalised (NFC) before matching. 3: the rule is applied once: a model's dump read
+# back (staged batches, the spool, the lake) is not normalised again; the CLI's scoring used to normalise
+# staged anchors twice, which changes "./ a.md" and a lone segment holding "/" or "#" (raglake.schemas.CANONICAL).
+# Part of every scoring's cache key, so that no batch scored under 2 is reused.
+ANCHOR_RULE_VERSION = "3"
 _WS = re.compile(r"\s+")
 
 

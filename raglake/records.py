@@ -100,12 +100,13 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     return name
 
 
-def validate_record(record: Record, model: type[M], path: str | Path) -> M:
-    """The record as `model`, or an InputError naming file, line and the first bad field."""
+def validate_record(record: Record, model: type[M], path: str | Path, context: dict[str, Any] | None = None) -> M:
+    """The record as `model`, or an InputError naming file, line and the first bad field (`context`: pydantic's
+    validation context, e.g. raglake.schemas.CANONICAL for a model's own dump)."""
     if not isinstance(record.data, dict):
         raise InputError(str(path), record.line, None, f"expected an object, got {type(record.data).__name__}")
     try:
-        return model.model_validate(record.data)
+        return model.model_validate(record.data, context=context)
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(err["loc"])

@@ -17,6 +17,7 @@ from pydantic import (
     Strict,
     StrictBool,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -58,16 +59,31 @@ def _choice(value: Any, choices: tuple[str, ...], kind: str) -> str:
     raise ValueError(f"unknown {kind} {value!r}{did_you_mean(canon, choices)}; expected one of {', '.join(choices)}")
 
 
-def _segments(value: Any) -> tuple[str, ...]:
+# Validation context for data that is a model's own dump (a spool's or staged batch's lines, the lake's
+# golden_case, a journal): its anchors are normal already and are taken as they are. Normalising them again
+# is not the same: "./ a.md" is " a.md" once and "a.md" twice; "A/B >" is the one segment ("A/B",), whose
+# list ["A/B"] would split at "/". METRICS.md's rule applies once, to what the user wrote.
+CANONICAL = {"canonical": True}
+
+
+def _canonical(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("canonical"))
+
+
+def _segments(value: Any, info: ValidationInfo) -> tuple[str, ...]:
+    if _canonical(info) and isinstance(value, (list, tuple)):
+        return tuple(value)
+    if _canonical(info) and isinstance(value, str):  # the lake's "A > B": the segments joined by " > "
+        return tuple(value.split(" > ")) if value else ()
     if value is None or isinstance(value, (str, list, tuple)):
         return heading_segments(value)
     raise ValueError(f"heading_path must be a string like 'A > B' or a list of headings, got {type(value).__name__}")
 
 
-def _rel_path(value: Any) -> str:
+def _rel_path(value: Any, info: ValidationInfo) -> str:
     if not isinstance(value, str):
         raise ValueError(f"rel_path must be a string, got {type(value).__name__}")
-    return normalise_rel_path(value)
+    return value if _canonical(info) else normalise_rel_path(value)
 
 
 def _id(value: Any) -> Any:

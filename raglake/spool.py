@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from raglake.importers import csv_records
 from raglake.records import Record, read_records
+from raglake.schemas import CANONICAL
 from raglake.textfiles import iter_lines, parse_json
 
 M = TypeVar("M", bound=BaseModel)
@@ -85,12 +86,14 @@ class Spool(Sequence[M], Generic[M]):
             start, stop, step = index.indices(len(self))
             if step != 1:
                 return [self[i] for i in range(start, stop, step)]
-            return [self.model.model_validate_json(b) for b in self.raw(start, stop).splitlines() if b]
+            return [
+                self.model.model_validate_json(b, context=CANONICAL) for b in self.raw(start, stop).splitlines() if b
+            ]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        return self.model.model_validate_json(self.raw(index, index + 1))
+        return self.model.model_validate_json(self.raw(index, index + 1), context=CANONICAL)  # its own dumps
 
     def get(self, key: str) -> M | None:
         position = self._index.get(key)

@@ -54,7 +54,7 @@ def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
     metrics = [get_metric(name) for name in settings.versions]
     embedding, store = settings.embedding, batch.store()
     with store.local(batch.cases, batch.captured()) as (cases_path, captures_path):
-        columns = ColumnarBatch.from_files(cases_path, captures_path)
+        columns = ColumnarBatch.from_files(cases_path, captures_path, canonical=True)  # staged: models' dumps
     scored = score_columnar(
         columns,
         metrics,

@@ -19,7 +19,7 @@ from raglake.pipeline.settings import SAMPLE_CAPTURES, SAMPLE_GOLDEN
 from raglake.pipeline.staging import jsonl
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.replay import ReplayFile
-from tests.test_columnar_scoring import _models, batches
+from tests.test_columnar_scoring import _models, _same, batches
 
 METADATA = st.sampled_from(
     [
@@ -53,7 +53,7 @@ def _both(cases: list[GoldenCase], captures: list[Capture], folder: Path) -> tup
     case_bytes, capture_bytes = jsonl(cases), jsonl(captures)
     (folder / "cases.jsonl").write_bytes(case_bytes)
     (folder / "captures.jsonl").write_bytes(capture_bytes)
-    batch = ColumnarBatch.from_files(folder / "cases.jsonl", folder / "captures.jsonl")
+    batch = ColumnarBatch.from_files(folder / "cases.jsonl", folder / "captures.jsonl", canonical=True)
     ours = cases_table_from_columns(batch, staged_lines(case_bytes), staged_lines(capture_bytes))
     return ours, cases_table_from_lines(case_bytes, capture_bytes)
 
@@ -109,3 +109,52 @@ def test_lines_and_columns_of_different_lengths_are_refused(tmp_path: Path) -> N
     batch = ColumnarBatch.from_files(tmp_path / "c.jsonl", tmp_path / "x.jsonl")
     with pytest.raises(ValueError, match="1 cases in columns but 2 case"):
         cases_table_from_columns(batch, staged_lines(jsonl(cases * 2)), staged_lines(jsonl(captures)))
+
+
+# ---- staged files are canonical: read as they are, never normalised a second time
+
+# rel_path and heading normalisation is not idempotent on these values: "./ a.md" is " a.md" once and "a.md"
+# twice; "A/B >" is one segment ("A/B",) once, and its canonical list ["A/B"] re-read splits at "/" into two
+TWICE_NORMALISED = [
+    (
+        {"id": "q1", "question": "x?", "gold_supports": [{"rel_path": "./ a.md", "heading_path": "A/B >"}]},
+        {"case_id": "q1", "answer": "y", "references": [{"rel_path": "./ a.md", "heading_path": ["A#B", ""]}],
+         "retrieved": [{"rank": 1, "rel_path": "a.md", "heading_path": "A > B", "text": "t"},
+                       {"rank": 2, "rel_path": "./ a.md", "heading_path": "A/B > x", "text": "t"}]},
+    ),
+    (
+        {"id": "q2", "question": "x?", "gold_supports": [{"rel_path": "n.md", "heading_path": ["C# tips", " "]}]},
+        {"case_id": "q2", "answer": "y", "retrieved": [{"rank": 1, "rel_path": "n.md", "heading_path": "C > tips",
+                                                        "text": "t"}]},
+    ),
+]  # fmt: skip
+
+
+def test_the_score_task_reads_staged_batches_as_they_are(tmp_path: Path) -> None:
+    """The score task's rows (scores, chunks, cases) equal the models' (score_batch, cases_table), also where
+    normalising a canonical value again would change it (and with it which chunk matches which support)."""
+    from raglake.metrics.context import ScoringConfig
+    from raglake.metrics.registry import all_metrics, metric_versions
+    from raglake.pipeline.rows import cases_table
+    from raglake.pipeline.scoring import score_batch
+    from raglake.pipeline.staging import stage_pairs
+    from raglake.tasks.score import ScoreSettings, score_cases
+
+    pairs = [(GoldenCase.model_validate(c), Capture.model_validate(x)) for c, x in TWICE_NORMALISED]
+    assert pairs[0][0].gold_supports[0].rel_path == " a.md" and pairs[1][0].gold_supports[0].heading == "C# tips"
+    metrics = [m for m in all_metrics("case") if m.family in ("retrieval", "label", "abstention", "operational")]
+    config = ScoringConfig(k=5)
+    cases, captures = [c for c, _ in pairs], [x for _, x in pairs]
+    [batch] = stage_pairs(str(tmp_path / "results"), cases, captures, 10, "test")
+    ref = score_cases.fn(batch, ScoreSettings.of(metric_versions(metrics), config, frozenset(), None))
+    expected = score_batch(pairs, metrics, config).tables()
+    mrr = expected["scores"].filter(pa.compute.equal(expected["scores"]["metric"], "mrr_at_k"))
+    # q1: rank 1 ("a.md", A > B) misses the support (" a.md", A/B), rank 2 (" a.md", A/B > x) matches it;
+    # q2: the support is the one segment "C# tips", which the chunk's C > tips is not
+    assert mrr["value"].to_pylist() == [0.5, 0.0]
+    for name in ("scores", "chunks"):
+        ours, theirs = ref.table(name).to_pylist(), expected[name].to_pylist()
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a), (name, a, b)
+    assert_same(ref.table("cases"), cases_table(cases, captures))

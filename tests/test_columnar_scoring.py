@@ -147,7 +147,8 @@ class _HashEmbedder:
 
 # ---- generated cases ------------------------------------------------------------------------------------
 
-PATHS = ["a.md", "notes/b.md", "./notes/b.md", "notes\\c.md", "x/a.md"]
+# "./ a.md", "A/B >" and ["C#", " "] normalise to values that would change if normalised again
+PATHS = ["a.md", "notes/b.md", "./notes/b.md", "notes\\c.md", "x/a.md", "./ a.md", " a.md"]
 HEADINGS = [
     "",
     "Sec 1",
@@ -158,6 +159,8 @@ HEADINGS = [
     "Cafe\u0301 > Menu",
     " Sec  1 ",
     "A/B",
+    "A/B >",
+    "A > B",
 ]
 TEXTS = [
     "",
@@ -189,7 +192,8 @@ anchor = st.fixed_dictionaries(
     {
         "rel_path": st.sampled_from(PATHS),
         "heading_path": st.one_of(
-            st.sampled_from(HEADINGS), st.lists(st.sampled_from(["Sec 1", "Part 2", "Café", " x "]), max_size=3)
+            st.sampled_from(HEADINGS),
+            st.lists(st.sampled_from(["Sec 1", "Part 2", "Café", " x ", "A/B", "C#", " "]), max_size=3),
         ),
     }
 )

@@ -33,12 +33,13 @@ class ColumnarBatch:
             )
 
     @classmethod
-    def from_files(cls, cases_path: str | Path, captures_path: str | Path) -> ColumnarBatch:
+    def from_files(cls, cases_path: str | Path, captures_path: str | Path, *, canonical: bool = False) -> ColumnarBatch:
         """Two JSONL files in raglake's shape, one golden case and one capture a line, in the same order
-        (read side by side: pyarrow's reader leaves the GIL)."""
+        (read side by side: pyarrow's reader leaves the GIL). `canonical`: staged files of models' dumps,
+        whose values are taken as they are (raglake.columnar.golden.read_golden_columns)."""
         with ThreadPoolExecutor(max_workers=2) as pool:
-            golden = pool.submit(read_golden_columns, cases_path)
-            captures = pool.submit(read_capture_columns, captures_path)
+            golden = pool.submit(read_golden_columns, cases_path, canonical=canonical)
+            captures = pool.submit(read_capture_columns, captures_path, canonical=canonical)
             return cls(golden.result(), captures.result())
 
     @classmethod

@@ -20,7 +20,7 @@ from raglake.columnar.lines import Lines, check_nulls, from_dumps, read_lines, r
 from raglake.columnar.normalise import BulkProblem
 from raglake.columnar.schema import capture_schema
 from raglake.records import read_records, validate_record
-from raglake.schemas import CAPTURE_STATUSES, FOLDER_MODES, LATENCY_STAGES, Capture
+from raglake.schemas import CANONICAL, CAPTURE_STATUSES, FOLDER_MODES, LATENCY_STAGES, Capture
 from raglake.schemas import _choice as choice
 
 CAPTURE_FIELDS = ("case_id", "answer", "abstained", "method", "status", "error", "folder_mode", "selected_folders")
@@ -34,6 +34,7 @@ class CaptureColumns:
     chunks: Part  # rank, rel_path, heading, depth, text, score, chunk_id; by capture, then rank
     references: Part  # rel_path, heading, depth
     models: list[Capture] | None = field(default=None, repr=False)
+    canonical: bool = False  # the lines are models' dumps (staged captures): validated with CANONICAL
 
     def __len__(self) -> int:
         return self.captures.num_rows
@@ -41,18 +42,21 @@ class CaptureColumns:
     def model(self, row: int) -> Capture:
         if self.models is not None:
             return self.models[row]
-        return Capture.model_validate(json.loads(self.lines.line(row)))  # as validate_record does
+        context = CANONICAL if self.canonical else None
+        return Capture.model_validate(json.loads(self.lines.line(row)), context=context)  # as validate_record does
 
 
-def read_capture_columns(path: str | Path) -> CaptureColumns:
+def read_capture_columns(path: str | Path, *, canonical: bool = False) -> CaptureColumns:
     """A JSONL file of captures in raglake's shape as columns; an invalid one raises the per-record path's
-    InputError (file, line, field)."""
+    InputError (file, line, field). `canonical`: models' dumps (staged captures), taken as they are."""
     try:
         lines = read_lines(path)
-        return capture_columns(read_table(lines, capture_schema), lines)
+        cols = capture_columns(read_table(lines, capture_schema), lines, normalise=not canonical)
+        cols.canonical = canonical
+        return cols
     except BulkProblem:
-        records = read_records(path)
-        models = [validate_record(r, Capture, path) for r in records]
+        records, context = read_records(path), CANONICAL if canonical else None
+        models = [validate_record(r, Capture, path, context) for r in records]
         return captures_from_models(str(path), models, [r.line for r in records])
 
 

@@ -20,7 +20,16 @@ from raglake.columnar.lines import Lines, check_nulls, from_dumps, read_lines, r
 from raglake.columnar.normalise import BulkProblem
 from raglake.columnar.schema import GOLDEN_FREE_FORM, golden_schema
 from raglake.records import read_records, validate_record
-from raglake.schemas import ACTIONS, ANSWER_LABELS, CATEGORIES, CHUNK_LABELS, DIFFICULTIES, RECENCY_RULES, GoldenCase
+from raglake.schemas import (
+    ACTIONS,
+    ANSWER_LABELS,
+    CANONICAL,
+    CATEGORIES,
+    CHUNK_LABELS,
+    DIFFICULTIES,
+    RECENCY_RULES,
+    GoldenCase,
+)
 from raglake.schemas import _choice as choice
 
 _DATE = TypeAdapter(dt.date)
@@ -63,6 +72,7 @@ class GoldenColumns:
     answer_labels: Part  # method, answer_sha256 and the answer labels
     annotated: np.ndarray  # the case carries human labels of any kind
     models: list[GoldenCase] | None = field(default=None, repr=False)
+    canonical: bool = False  # the lines are models' dumps (a staged batch): validated with CANONICAL
 
     def __len__(self) -> int:
         return self.cases.num_rows
@@ -70,22 +80,26 @@ class GoldenColumns:
     def model(self, row: int) -> GoldenCase:
         if self.models is not None:
             return self.models[row]
-        return GoldenCase.model_validate(json.loads(self.lines.line(row)))  # as validate_record does
+        context = CANONICAL if self.canonical else None
+        return GoldenCase.model_validate(json.loads(self.lines.line(row)), context=context)  # as validate_record does
 
 
-def read_golden_columns(path: str | Path) -> GoldenColumns:
+def read_golden_columns(path: str | Path, *, canonical: bool = False) -> GoldenColumns:
     """A JSONL golden set in raglake's shape as columns; an invalid one raises the per-record path's
-    InputError (file, line, field)."""
+    InputError (file, line, field). `canonical`: the file holds models' dumps (a staged batch), whose values
+    are taken as they are: normalising a normal value again can change it."""
     try:
         lines = read_lines(path)
-        return golden_columns(read_table(lines, golden_schema, GOLDEN_FREE_FORM), lines)
+        cols = golden_columns(read_table(lines, golden_schema, GOLDEN_FREE_FORM), lines, normalise=not canonical)
+        cols.canonical = canonical
+        return cols
     except BulkProblem:
-        return golden_from_models(str(path), *_validated(path))
+        return golden_from_models(str(path), *_validated(path, canonical))
 
 
-def _validated(path: str | Path) -> tuple[list[GoldenCase], list[int]]:
-    records = read_records(path)
-    return [validate_record(r, GoldenCase, path) for r in records], [r.line for r in records]
+def _validated(path: str | Path, canonical: bool = False) -> tuple[list[GoldenCase], list[int]]:
+    records, context = read_records(path), CANONICAL if canonical else None
+    return [validate_record(r, GoldenCase, path, context) for r in records], [r.line for r in records]
 
 
 def golden_from_models(path: str, models: list[GoldenCase], numbers: list[int] | None = None) -> GoldenColumns:
@@ -150,11 +164,12 @@ def _distinct_tags(tags: pa.Array, n: int) -> None:
 
 
 def anchors(values: pa.StructArray, normalise: bool) -> dict[str, pa.Array]:
-    """rel_path, heading (its normal string) and depth of a flat array of anchors."""
+    """rel_path, heading (its normal string) and depth of a flat array of anchors; without `normalise`, the
+    values are a model's dump (canonical) and are taken as they are."""
     rel = values.field("rel_path")
     if rel.null_count:
         raise BulkProblem("rel_path missing")
-    heading, depth = norm.headings_and_depth(values.field("heading_path"))
+    heading, depth = norm.headings_and_depth(values.field("heading_path"), canonical=not normalise)
     return {"rel_path": norm.rel_paths(rel) if normalise else rel, "heading": heading, "depth": pa.array(depth)}
 
 

@@ -82,10 +82,15 @@ def _normal_headings(arr: pa.Array) -> pa.Array:
     return map_unique(arr, ~mask(pc.match_substring_regex(arr, HEADING_FIXED)), _heading, pa.string())
 
 
-def headings_and_depth(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
+def headings_and_depth(arr: pa.Array, *, canonical: bool = False) -> tuple[pa.Array, np.ndarray]:
     """Heading paths as their normal string ("A > B": a list of segments is joined with " > " first, as the
-    model does; null is ()) and how many segments each has; worked out once per distinct heading."""
+    model does; null is ()) and how many segments each has; worked out once per distinct heading.
+    `canonical`: a list is a model's segments already, joined as they are (normalising them again is not
+    the same: the one segment "A/B" would be split at "/")."""
     if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        if canonical:
+            depth = np.asarray(pc.fill_null(pc.list_value_length(arr), 0), dtype=np.int32)
+            return pc.fill_null(pc.binary_join(arr, " > "), ""), depth
         arr = pc.binary_join(arr, " > ")
     arr = pc.fill_null(arr, "")
     (normal, depth), index = by_distinct(arr, lambda a: (h := _normal_headings(a), heading_depth(h)))

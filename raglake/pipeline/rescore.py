@@ -26,7 +26,7 @@ from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView
 from raglake.pipeline.rows import land_scoring
 from raglake.pipeline.staging import ScoredRef
-from raglake.schemas import Capture, GoldenCase
+from raglake.schemas import CANONICAL, Capture, GoldenCase
 from raglake.targets.replay import ReplayRun
 
 
@@ -89,7 +89,7 @@ def load_stored_run(q: LakeQueries, run_id: str) -> StoredRun:
             f"run {run_id} was landed before cases kept their golden case ({len(missing)} cases); "
             "evaluate it again with replay-run:{run_id} instead"
         )
-    cases = [GoldenCase.model_validate_json(golden) for _, golden in stored]
+    cases = [GoldenCase.model_validate_json(golden, context=CANONICAL) for _, golden in stored]  # a model's dump
     replay = ReplayRun(run_id, q.lake)
     captures = replay.capture(cases)
     docs = frozenset(json.loads(index_info or "{}").get("doc_paths", []))

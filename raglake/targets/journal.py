@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from raglake.schemas import Capture, GoldenCase
+from raglake.schemas import CANONICAL, Capture, GoldenCase
 
 
 def case_key(case: GoldenCase, scope: str = "") -> str:
@@ -36,7 +36,7 @@ class CaptureJournal:
         for line in self.path.read_bytes().split(b"\n"):
             try:
                 entry = json.loads(line.decode("utf-8"))
-                capture = Capture.model_validate(entry["capture"])
+                capture = Capture.model_validate(entry["capture"], context=CANONICAL)  # a model's dump
             except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValidationError):
                 continue  # the tail of an interrupted write (possibly cut inside a character)
             found[capture.case_id] = (entry["case_key"], capture)

@@ -10,7 +10,7 @@ from raglake.errors import ConfigError, InputError, UnknownNameError, did_you_me
 from raglake.golden import GoldenSet, iter_captures
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
-from raglake.schemas import Capture, GoldenCase
+from raglake.schemas import CANONICAL, Capture, GoldenCase
 from raglake.spool import Spool
 from raglake.targets.base import safe_name
 
@@ -156,18 +156,21 @@ class ReplayRun(_ReplayBase):
 
 
 def _capture_from_row(row: dict, chunks: list[dict]) -> Capture:
+    """The capture a run landed, from its `cases` row and `chunks` rows: their anchors are the model's normal
+    values (headings as "A > B"), taken as they are (CANONICAL), not normalised a second time."""
     latency = {s: row[f"latency_{s}_ms"] for s in ("folder_selection", "retrieval", "generation", "total", "wall")}
-    return Capture(
-        case_id=row["case_id"],
-        answer=row["answer"] or "",
-        abstained=row["abstained"],
-        references=row["reference_list"] or [],
-        retrieved=chunks,
-        method=row["method"],
-        status=row["capture_status"],
-        error=row["capture_error"],
-        latency_ms=latency,
-        folder_mode=row["folder_mode"],
-        selected_folders=row["selected_folders"] or [],
-        attempts=row.get("capture_attempts"),
-    )
+    fields = {
+        "case_id": row["case_id"],
+        "answer": row["answer"] or "",
+        "abstained": row["abstained"],
+        "references": row["reference_list"] or [],
+        "retrieved": chunks,
+        "method": row["method"],
+        "status": row["capture_status"],
+        "error": row["capture_error"],
+        "latency_ms": latency,
+        "folder_mode": row["folder_mode"],
+        "selected_folders": row["selected_folders"] or [],
+        "attempts": row.get("capture_attempts"),
+    }
+    return Capture.model_validate(fields, context=CANONICAL)
