@@ -3,6 +3,8 @@ does no scoring work, and a run that crashed while landing resumes without scori
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from raglake.errors import InputError
@@ -95,3 +97,20 @@ def test_bad_input_fails_the_flow_before_anything_is_written(lake_dir: str, tmp_
     with pytest.raises(InputError, match="did you mean 'factual'"):
         evaluate(RunSettings(golden=str(bad), target=TARGET, lake=lake_dir))
     assert Lake(lake_dir).snapshot() == {t: 0 for t in Lake(lake_dir).snapshot()}
+
+
+def test_the_flow_scores_anchors_under_the_rule_applied_once(lake_dir: str, tmp_path) -> None:
+    """The support ("./ a.md", "A/B >") is (" a.md", ("A/B",)) and the chunk ("./ a.md", "A/B > x") is
+    (" a.md", ("A/B", "x")): a match at rank 1 (METRICS.md §1, applied to what the files say). The flow used to
+    read its staged batches normalising them again ("a.md", "A > B"), which no longer matched."""
+    from raglake.flows.evaluate import evaluate
+
+    golden, replay = tmp_path / "golden.jsonl", tmp_path / "captures.jsonl"
+    golden.write_text(
+        '{"id": "e1", "question": "q?", "gold_supports": [{"rel_path": "./ a.md", "heading_path": "A/B >"}]}\n'
+    )
+    chunks = [{"rank": 1, "rel_path": "./ a.md", "heading_path": "A/B > x", "text": "t"}]
+    replay.write_text(json.dumps({"case_id": "e1", "answer": "y", "retrieved": chunks}) + "\n")
+    run = evaluate(RunSettings(golden=str(golden), target=f"replay:{replay}", lake=lake_dir, metrics=["mrr_at_k"]))
+    q = open_lake(lake_dir)
+    assert scalar(q.con, "SELECT value FROM scores WHERE run_id = $r AND metric = 'mrr_at_k'", r=run) == 1.0
