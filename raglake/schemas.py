@@ -71,10 +71,11 @@ def _canonical(info: ValidationInfo) -> bool:
 
 
 def _segments(value: Any, info: ValidationInfo) -> tuple[str, ...]:
-    if _canonical(info) and isinstance(value, (list, tuple)):
-        return tuple(value)
-    if _canonical(info) and isinstance(value, str):  # the lake's "A > B": the segments joined by " > "
-        return tuple(value.split(" > ")) if value else ()
+    if _canonical(info):
+        if isinstance(value, (list, tuple)):
+            return tuple(value)
+        if isinstance(value, str):  # the lake's "A > B": the segments joined by " > "
+            return tuple(value.split(" > ")) if value else ()
     if value is None or isinstance(value, (str, list, tuple)):
         return heading_segments(value)
     raise ValueError(f"heading_path must be a string like 'A > B' or a list of headings, got {type(value).__name__}")

@@ -34,7 +34,7 @@ class CaptureColumns:
     chunks: Part  # rank, rel_path, heading, depth, text, score, chunk_id; by capture, then rank
     references: Part  # rel_path, heading, depth
     models: list[Capture] | None = field(default=None, repr=False)
-    canonical: bool = False  # the lines are models' dumps (staged captures): validated with CANONICAL
+    canonical: bool = False  # the lines are models' dumps (read without normalising): validated with CANONICAL
 
     def __len__(self) -> int:
         return self.captures.num_rows
@@ -51,9 +51,7 @@ def read_capture_columns(path: str | Path, *, canonical: bool = False) -> Captur
     InputError (file, line, field). `canonical`: models' dumps (staged captures), taken as they are."""
     try:
         lines = read_lines(path)
-        cols = capture_columns(read_table(lines, capture_schema), lines, normalise=not canonical)
-        cols.canonical = canonical
-        return cols
+        return capture_columns(read_table(lines, capture_schema), lines, normalise=not canonical)
     except BulkProblem:
         records, context = read_records(path), CANONICAL if canonical else None
         models = [validate_record(r, Capture, path, context) for r in records]
@@ -102,7 +100,7 @@ def capture_columns(table: pa.Table, lines: Lines, *, normalise: bool = True) ->
     references = _references(table.column("references"), n, nulls, normalise)
     cols["n_retrieved"] = pa.array(np.bincount(chunks.parent, minlength=n).astype(np.int32))
     check_nulls(lines, nulls)
-    return CaptureColumns(lines, pa.table(cols), chunks, references)
+    return CaptureColumns(lines, pa.table(cols), chunks, references, canonical=not normalise)
 
 
 def _chunks(col: pa.ChunkedArray, n: int, nulls: np.ndarray, normalise: bool) -> Part:

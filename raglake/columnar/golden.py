@@ -72,7 +72,7 @@ class GoldenColumns:
     answer_labels: Part  # method, answer_sha256 and the answer labels
     annotated: np.ndarray  # the case carries human labels of any kind
     models: list[GoldenCase] | None = field(default=None, repr=False)
-    canonical: bool = False  # the lines are models' dumps (a staged batch): validated with CANONICAL
+    canonical: bool = False  # the lines are models' dumps (read without normalising): validated with CANONICAL
 
     def __len__(self) -> int:
         return self.cases.num_rows
@@ -90,9 +90,7 @@ def read_golden_columns(path: str | Path, *, canonical: bool = False) -> GoldenC
     are taken as they are: normalising a normal value again can change it."""
     try:
         lines = read_lines(path)
-        cols = golden_columns(read_table(lines, golden_schema, GOLDEN_FREE_FORM), lines, normalise=not canonical)
-        cols.canonical = canonical
-        return cols
+        return golden_columns(read_table(lines, golden_schema, GOLDEN_FREE_FORM), lines, normalise=not canonical)
     except BulkProblem:
         return golden_from_models(str(path), *_validated(path, canonical))
 
@@ -128,7 +126,8 @@ def golden_columns(table: pa.Table, lines: Lines, *, normalise: bool = True) -> 
             raise BulkProblem("metadata is not an object")
         nulls |= norm.mask(pc.is_null(combine(meta)))
     check_nulls(lines, nulls)
-    return GoldenColumns(lines, cases, supports, groups, n_groups, chunk_labels, answer_labels, annotated)
+    columns = (lines, cases, supports, groups, n_groups, chunk_labels, answer_labels, annotated)
+    return GoldenColumns(*columns, canonical=not normalise)
 
 
 def _case_table(table: pa.Table, nulls: np.ndarray, normalise: bool) -> pa.Table:
