@@ -27,6 +27,10 @@ class InputError(RaglakeError):
         what = f" field {field!r}:" if field else ""
         super().__init__(f"{where}:{what} {message}")
 
+    def __reduce__(self) -> tuple:
+        """Pickled with its four parts (it crosses from a process that validated a file)."""
+        return type(self), (self.path, self.line, self.field, self.message)
+
 
 class ConfigError(RaglakeError):
     """A bad option, target spec, metric name or run id."""

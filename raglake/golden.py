@@ -15,7 +15,7 @@ from raglake.errors import InputError, did_you_mean
 from raglake.importers import record_shape, split_record
 from raglake.records import Record, read_records, validate_record
 from raglake.schemas import Capture, CaseLabels, GoldenCase
-from raglake.spool import Spool, iter_records
+from raglake.spool import Spool, SpoolIndex, iter_records
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,11 @@ def load_golden(path: str | Path) -> GoldenSet:
     first problem raises an InputError naming file, line and field."""
     path = Path(path)
     cases: Spool[GoldenCase] = Spool(GoldenCase, "id")
+    return GoldenSet(path.stem, str(path), cases, _spool_cases(path, cases))
+
+
+def _spool_cases(path: Path, cases: Spool[GoldenCase]) -> str:
+    """Validate the file's cases into `cases`; returns their content hash."""
     h = hashlib.sha256()
     for index, record in enumerate(iter_records(path), start=1):
         if record_shape(record.data):
@@ -77,7 +82,31 @@ def load_golden(path: str | Path) -> GoldenSet:
         _hash_case(h, case)
     if not cases:
         raise InputError(str(path), None, None, "the golden set has no cases")
-    return GoldenSet(path.stem, str(path), cases, h.hexdigest()[:16])
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SpooledGolden:
+    """A golden set another process validated into a spool file the caller made: all but the records."""
+
+    name: str
+    path: str
+    content_hash: str
+    index: SpoolIndex
+
+    def golden_set(self, spool: Spool[GoldenCase]) -> GoldenSet:
+        """The golden set, its cases read from `spool` (the caller's, whose file was filled)."""
+        spool.adopt(self.index)
+        return GoldenSet(self.name, self.path, spool, self.content_hash)
+
+
+def spool_golden(path: str | Path, into: str) -> SpooledGolden:
+    """load_golden, its cases written to the existing file `into`: run by another process
+    (raglake.pipeline.inputs), whose spool goes with it while the file stays."""
+    path = Path(path)
+    cases: Spool[GoldenCase] = Spool(GoldenCase, "id", into=into)
+    content_hash = _spool_cases(path, cases)
+    return SpooledGolden(path.stem, str(path), content_hash, cases.index())
 
 
 def iter_captures(path: str | Path) -> Iterator[tuple[Record, Capture]]:

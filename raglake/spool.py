@@ -11,6 +11,7 @@ import tempfile
 import weakref
 from array import array
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar, overload
 
@@ -40,17 +41,43 @@ def iter_records(path: str | Path, *, list_key: str = "cases") -> Iterator[Recor
         yield Record(number, parse_json(path, raw, number))
 
 
-class Spool(Sequence[M], Generic[M]):
-    """Models of one type in a temporary file (removed with the spool), by position and by id."""
+@dataclass(frozen=True)
+class SpoolIndex:
+    """Where a spool's records lie in its file, their ids and source lines: what another process that
+    filled the file (raglake.pipeline.inputs) sends back, so that the spool's owner can read it."""
 
-    def __init__(self, model: type[M], id_field: str):
+    offsets: array
+    lines: array
+    ids: list[str]
+
+
+class Spool(Sequence[M], Generic[M]):
+    """Models of one type in a temporary file (removed with the spool), by position and by id. With
+    `into`, the records are written to that existing file instead, which stays when this spool goes: its
+    owner (another process's spool) takes them over with `adopt`."""
+
+    def __init__(self, model: type[M], id_field: str, *, into: str | None = None):
         self.model, self.id_field = model, id_field
-        self._fd, self.path = tempfile.mkstemp(prefix="raglake-spool-", suffix=".jsonl")
-        weakref.finalize(self, _remove, self._fd, self.path)
+        if into is None:
+            self._fd, self.path = tempfile.mkstemp(prefix="raglake-spool-", suffix=".jsonl")
+            weakref.finalize(self, _remove, self._fd, self.path)
+        else:
+            self._fd, self.path = os.open(into, os.O_WRONLY), into
+            weakref.finalize(self, os.close, self._fd)
         self._offsets = array("q", [0])
         self._lines = array("q")
         self.ids: list[str] = []
         self._index: dict[str, int] = {}
+
+    def index(self) -> SpoolIndex:
+        return SpoolIndex(self._offsets, self._lines, self.ids)
+
+    def adopt(self, index: SpoolIndex) -> None:
+        """Take over the records another process wrote to this spool's file (this spool is still empty)."""
+        if self.ids:
+            raise ValueError("only an empty spool adopts another's records")
+        self._offsets, self._lines, self.ids = index.offsets, index.lines, index.ids
+        self._index = {key: position for position, key in enumerate(self.ids)}
 
     def append(self, item: M, line: int | None = None) -> None:
         """Add a validated model (its id must be new: the caller reports duplicates with their lines)."""

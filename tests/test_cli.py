@@ -191,13 +191,15 @@ def test_run_loads_and_checks_each_input_once(tmp_path: Path, monkeypatch) -> No
     from typer.testing import CliRunner
 
     from raglake.cli import app
-    from raglake.pipeline import plan
+    from raglake.pipeline import inputs, plan
 
     loads: list[str] = []
     targets: list[str] = []
-    real_load, real_target = plan.load_golden, plan.make_target
-    monkeypatch.setattr(plan, "load_golden", lambda path: loads.append(str(path)) or real_load(path))
-    monkeypatch.setattr(plan, "make_target", lambda spec, *a, **kw: targets.append(spec) or real_target(spec, *a, **kw))
+    real_load, real_target = inputs.load_golden, inputs.make_target
+    monkeypatch.setattr(inputs, "load_golden", lambda path: loads.append(str(path)) or real_load(path))
+    monkeypatch.setattr(
+        inputs, "make_target", lambda spec, *a, **kw: targets.append(spec) or real_target(spec, *a, **kw)
+    )
     lake, golden = str(tmp_path / "lake"), str(FIXTURES / "mini_golden.jsonl")
     replay = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
     result = CliRunner().invoke(

@@ -21,7 +21,7 @@ from raglake.embed.cache import default_cache_root
 from raglake.embed.encoders import text_encoder
 from raglake.embed.model import resolve_embedder_path
 from raglake.errors import ConfigError
-from raglake.golden import GoldenSet, load_golden, load_labels
+from raglake.golden import GoldenSet
 from raglake.judge.config import JudgeConfig
 from raglake.judge.stage import wanted_steps
 from raglake.judge.steps import prompt_versions
@@ -31,6 +31,7 @@ from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions, select_metrics
 from raglake.metrics.rules import RULES_VERSION
 from raglake.pipeline.embedding import EmbeddingSpec, embedding_device, needs_embedder, reference_idf
+from raglake.pipeline.inputs import load_inputs
 from raglake.pipeline.rows import RunRecord
 from raglake.pipeline.settings import DEFAULT_TARGET as DEFAULT_TARGET  # the sample's places, named here too
 from raglake.pipeline.settings import SAMPLE_CAPTURES as SAMPLE_CAPTURES
@@ -40,7 +41,7 @@ from raglake.pipeline.settings import RunSettings, auto_batch_size
 from raglake.pipeline.settings import sample_path as sample_path
 from raglake.pipeline.staging import BatchRef, stage_cases
 from raglake.schemas import GoldenCase
-from raglake.targets import Target, make_target
+from raglake.targets import Target
 from raglake.targets.replay import file_sha256
 from raglake.text.sentences import SPLITTER_VERSION
 
@@ -235,15 +236,6 @@ class CheckedInputs:
 CHECKED = CheckedInputs()  # the process's checked inputs: filled by the command line, taken by the flow
 
 
-def _load_inputs(settings: RunSettings, lake: Lake) -> tuple[GoldenSet, Target]:
-    golden_set = load_golden(settings.golden)
-    if settings.labels:
-        golden_set = load_labels(settings.labels, golden_set)
-    the_target = make_target(settings.target, lake, embedder=settings.embedder, k=settings.k)
-    the_target.check(golden_set)
-    return golden_set, the_target
-
-
 def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, keep: bool = False) -> RunPlan:
     """Load and check every input; raises before anything is written. With `checked`, inputs checked
     earlier in this process are taken from it (and with `keep`, what this call loads is kept in it)."""
@@ -253,7 +245,7 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
         raise ConfigError(str(e)) from None
     the_lake = Lake(settings.lake)
     found = checked.take(settings) if checked is not None and not keep else None
-    golden_set, the_target = found or _load_inputs(settings, the_lake)
+    golden_set, the_target = found or load_inputs(settings, the_lake)
     if keep and checked is not None:
         checked.put(settings, golden_set, the_target)
     chosen = select_metrics(settings.metrics)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.store import Lake
@@ -42,4 +43,10 @@ def make_target(spec: str, lake: Lake, *, embedder: str | None = None, k: int = 
     return _KINDS[kind](arg, lake, embedder, k)
 
 
-__all__ = ["Target", "make_target"]
+def validated_file(spec: str) -> Path | None:
+    """The file a target of this spec reads and validates whole as it is made (`replay:FILE`), else None."""
+    kind, sep, arg = spec.partition(":")
+    return Path(arg) if kind == "replay" and sep and arg else None
+
+
+__all__ = ["Target", "make_target", "validated_file"]

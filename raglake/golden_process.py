@@ -1,0 +1,30 @@
+"""`python -m raglake.golden_process GOLDEN INTO`: validate a golden set into the existing spool file INTO
+for the process that started this one (raglake.pipeline.inputs), and write to stdout the pickled
+SpooledGolden, or the pickled error. Started as a fresh interpreter, not by multiprocessing, so that the
+caller's own script is never imported again here."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+
+from raglake.golden import SpooledGolden, spool_golden
+
+
+def main(argv: list[str]) -> int:
+    golden, into = argv
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything else printed goes to stderr: stdout carries the answer only
+    outcome: SpooledGolden | Exception
+    try:
+        outcome = spool_golden(golden, into)
+    except Exception as e:  # noqa: BLE001 - sent back and raised there, where the load was asked for
+        outcome = e
+    with answer:
+        pickle.dump(outcome, answer, protocol=pickle.HIGHEST_PROTOCOL)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
