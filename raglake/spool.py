@@ -62,7 +62,7 @@ class Spool(Sequence[M], Generic[M]):
             self._fd, self.path = tempfile.mkstemp(prefix="raglake-spool-", suffix=".jsonl")
             weakref.finalize(self, _remove, self._fd, self.path)
         else:
-            self._fd, self.path = os.open(into, os.O_WRONLY), into
+            self._fd, self.path = os.open(into, os.O_RDWR), into
             weakref.finalize(self, os.close, self._fd)
         self._offsets = array("q", [0])
         self._lines = array("q")
