@@ -20,10 +20,20 @@ def main(argv: list[str]) -> int:
     try:
         outcome = spool_golden(golden, into)
     except Exception as e:  # noqa: BLE001 - sent back and raised there, where the load was asked for
-        outcome = e
+        outcome = e if _crosses(e) else RuntimeError(f"{type(e).__name__}: {e}")
     with answer:
         pickle.dump(outcome, answer, protocol=pickle.HIGHEST_PROTOCOL)
     return 0
+
+
+def _crosses(e: Exception) -> bool:
+    """Whether the error pickles and unpickles whole (an exception whose __init__ takes other arguments
+    than its message does not, unless it says how)."""
+    try:
+        pickle.loads(pickle.dumps(e))
+    except Exception:  # noqa: BLE001 - any failure means it is sent as its type and message instead
+        return False
+    return True
 
 
 if __name__ == "__main__":

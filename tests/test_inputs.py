@@ -9,12 +9,14 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from raglake.errors import InputError
 from raglake.golden import load_golden
+from raglake.golden_process import _crosses
 from raglake.lake.store import Lake
 from raglake.pipeline import inputs
 from raglake.pipeline.inputs import load_inputs, side_by_side
@@ -101,13 +103,26 @@ def test_small_files_and_other_targets_stay_in_one_process(monkeypatch) -> None:
 
 
 def test_an_other_process_that_ends_without_an_answer_is_an_error_naming_its_exit_code_and_output() -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stderr.write('it broke'); sys.exit(3)"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    with pytest.raises(RuntimeError, match=r"validating g.jsonl ended without an answer \(exit code 3\):\nit broke$"):
-        inputs._answer(process, "g.jsonl")
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stderr.write('it broke'); sys.exit(3)"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
+        with pytest.raises(
+            RuntimeError, match=r"validating g.jsonl ended without an answer \(exit code 3\):\nit broke$"
+        ):
+            inputs._answer(process, stderr, "g.jsonl")
+
+
+class _NeedsTwo(Exception):
+    def __init__(self, a: str, b: str):
+        super().__init__(f"{a} and {b}")
+
+
+def test_an_error_that_cannot_cross_processes_whole_is_sent_as_its_type_and_message() -> None:
+    assert _crosses(InputError("g.jsonl", 2, "id", "duplicate id 'a'")) and _crosses(ValueError("x"))
+    assert not _crosses(_NeedsTwo("a", "b"))
 
 
 @pytest.mark.usefixtures("every_size")
