@@ -37,6 +37,7 @@ def evaluate(settings: RunSettings) -> str:
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_run(settings, CHECKED)  # inputs the command line already checked are taken, not loaded again
+    t_planned = time.perf_counter()
     names.name_flow_run(plan.run_id)  # a deployment's run learns its id only now
     batches = plan.stage()  # the tasks get references to staged batches, never the cases themselves
     cases = plan.golden.cases
@@ -65,7 +66,7 @@ def evaluate(settings: RunSettings) -> str:
         captures,
         dt.datetime.now(dt.timezone.utc),
         suite_seconds=time.perf_counter() - t0,
-        stage_seconds={"capture": t_captured - t0, **stage.seconds},
+        stage_seconds={"inputs": plan.input_seconds, "capture": t_captured - t_planned, **stage.seconds},
         embedding_stats=stage.embedding_stats,
         embedder_key=embedding.key if embedding else None,
         judge=stage.judged,

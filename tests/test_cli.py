@@ -8,8 +8,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from raglake.errors import InputError
@@ -196,7 +198,9 @@ def test_run_loads_and_checks_each_input_once(tmp_path: Path, monkeypatch) -> No
     loads: list[str] = []
     targets: list[str] = []
     real_load, real_target = inputs.load_golden, inputs.make_target
-    monkeypatch.setattr(inputs, "load_golden", lambda path: loads.append(str(path)) or real_load(path))
+    monkeypatch.setattr(
+        inputs, "load_golden", lambda path: loads.append(str(path)) or time.sleep(0.3) or real_load(path)
+    )
     monkeypatch.setattr(
         inputs, "make_target", lambda spec, *a, **kw: targets.append(spec) or real_target(spec, *a, **kw)
     )
@@ -223,6 +227,11 @@ def test_run_loads_and_checks_each_input_once(tmp_path: Path, monkeypatch) -> No
     assert len(re.search(r"landed run\(s\): (.+?)\s+\(lake", " ".join(result.output.split())).group(1).split()) == 2
     assert loads == [golden, golden] and targets == [replay, replay]
     assert len(plan.CHECKED) == 0  # nothing kept after the runs
+    inputs_stage = duckdb.sql(
+        f"SELECT run_id, value FROM read_parquet('{lake}/run_metrics/**/*.parquet') "
+        "WHERE metric = 'stage_seconds' AND stage = 'inputs'"
+    ).fetchall()
+    assert len(inputs_stage) == 2 and all(v >= 0.3 for _, v in inputs_stage)  # the check's load, recorded by the flow
 
 
 def test_gate_allow_missing_baseline_passes_a_first_run_only(tmp_path: Path, monkeypatch, capsys) -> None:

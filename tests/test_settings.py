@@ -77,6 +77,7 @@ def test_checked_inputs_serve_each_check_once_and_follow_the_golden_bytes(tmp_pa
     assert len(memo) == 1
     again = plan_run(settings, memo)
     assert again.golden is checked.golden and again.target is checked.target and len(memo) == 0  # taken once
+    assert again.input_seconds == checked.input_seconds > 0  # the check's load time goes with what it loaded
     assert plan_run(settings, memo).golden is not checked.golden  # nothing left: loaded again
     plan_run(settings, memo, keep=True)
     golden.write_text(golden.read_text() + "\n")  # other bytes: not the inputs that were checked

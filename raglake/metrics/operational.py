@@ -16,7 +16,7 @@ from raglake.schemas import LATENCY_STAGES, Capture
 class RunInputs:
     captures: Sequence[Capture]
     suite_seconds: float | None = None
-    stage_seconds: dict[str, float] = field(default_factory=dict)  # raglake's own stages: capture, scoring, landing
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # raglake's own stages: inputs, capture, scoring…
     manifest: Any = None  # the target's index manifest (raglake.builtin.index.IndexManifest), when it has one
     embedding_stats: dict[str, float] | None = None  # the run's embedding stage: distinct texts, encoded, seconds
     judge_stats: dict[str, Any] | None = None  # calls, ledger_hits, tokens, cost_usd, spot_pairs
@@ -135,7 +135,10 @@ def suite_seconds(run: RunInputs) -> list[RunValue]:
 
 @register("stage_seconds", family="operational", scale="seconds", higher_is_better=False, seed="001", level="run")
 def stage_seconds(run: RunInputs) -> list[RunValue]:
-    """Wall time of each of raglake's own stages (capture, scoring, landing)."""
+    """Wall time of each of raglake's own stages: inputs, capture, embedding, judge, scoring.
+
+    inputs: loading and checking the golden set and the target (before the flow, when the command line
+    checked them); capture: staging the batches and capturing."""
     return [RunValue("stage_seconds", s, stage, len(run.captures), "seconds") for stage, s in run.stage_seconds.items()]
 
 

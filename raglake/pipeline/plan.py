@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ class RunPlan:
     spot_share: float = 0.1
     spot_min: int = 10
     device: str = "auto"  # --device: where the embedder runs (auto: cuda or mps when torch sees one, else cpu)
+    input_seconds: float = 0.0  # loading and checking the golden set and the target (wherever that happened)
 
     @property
     def scoring_id(self) -> str:
@@ -194,7 +196,7 @@ class CheckedInputs:
 
     def __init__(self, capacity: int = 8):
         self.capacity = capacity
-        self._items: list[tuple[str, GoldenSet, Target]] = []  # oldest first; a target given twice: twice
+        self._items: list[tuple[str, GoldenSet, Target, float]] = []  # oldest first; a target given twice: twice
         self._lock = threading.Lock()
 
     @staticmethod
@@ -204,21 +206,22 @@ class CheckedInputs:
         ]
         return digest([files, settings.target, settings.lake, settings.embedder, settings.k])
 
-    def put(self, settings: RunSettings, golden: GoldenSet, target: Target) -> None:
+    def put(self, settings: RunSettings, golden: GoldenSet, target: Target, seconds: float = 0.0) -> None:
+        """Keep what was loaded, and how long loading it took (the run records it as its `inputs` stage)."""
         with self._lock:
-            self._items.append((self.key(settings), golden, target))
+            self._items.append((self.key(settings), golden, target, seconds))
             del self._items[: max(0, len(self._items) - self.capacity)]
 
-    def take(self, settings: RunSettings) -> tuple[GoldenSet, Target] | None:
-        """What was checked for these settings (removed: it serves one run), or None."""
+    def take(self, settings: RunSettings) -> tuple[GoldenSet, Target, float] | None:
+        """What was checked for these settings and the seconds it took (removed: it serves one run), or None."""
         if not self._items:
             return None
         key = self.key(settings)
         with self._lock:
-            for i, (k, golden, target) in enumerate(self._items):
+            for i, (k, golden, target, seconds) in enumerate(self._items):
                 if k == key:
                     del self._items[i]
-                    return golden, target
+                    return golden, target, seconds
         return None
 
     def clear(self) -> None:
@@ -245,9 +248,14 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
         raise ConfigError(str(e)) from None
     the_lake = Lake(settings.lake)
     found = checked.take(settings) if checked is not None and not keep else None
-    golden_set, the_target = found or load_inputs(settings, the_lake)
+    if found is None:
+        t0 = time.perf_counter()
+        golden_set, the_target = load_inputs(settings, the_lake)
+        input_seconds = time.perf_counter() - t0
+    else:
+        golden_set, the_target, input_seconds = found
     if keep and checked is not None:
-        checked.put(settings, golden_set, the_target)
+        checked.put(settings, golden_set, the_target, input_seconds)
     chosen = select_metrics(settings.metrics)
     if settings.embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
         resolve_embedder_path(settings.embedder)  # a bad --embedder fails here, before any work
@@ -272,6 +280,7 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
         spot_share=spot.share if spot else 0.1,
         spot_min=spot.minimum if spot else 10,
         device=settings.device,
+        input_seconds=input_seconds,
     )
 
 
