@@ -40,6 +40,7 @@ def main(golden: str, captures: str, lake: str, batch_size: str, metrics: str) -
         batch_size=int(batch_size),
     )
     plan = plan_run(settings)
+    t_planned = time.perf_counter()
     batches = [capture_batch.fn(plan.target, b, plan.run_id, None) for b in plan.stage()]
     t_captured = time.perf_counter()
     shared = ScoreSettings.of(metric_versions(plan.metrics), plan.config, plan.target.known_docs(), None)
@@ -51,13 +52,18 @@ def main(golden: str, captures: str, lake: str, batch_size: str, metrics: str) -
         captures_read,
         dt.datetime.now(dt.timezone.utc),
         suite_seconds=t_scored - t0,
-        stage_seconds={"capture": t_captured - t0, "scoring": t_scored - t_captured},
+        stage_seconds={
+            "inputs": plan.input_seconds,
+            "capture": t_captured - t_planned,
+            "scoring": t_scored - t_captured,
+        },
     )
     land_staged_run(plan.lake, record, scored, values, plan.scoring_id, coverage)
     t_landed = time.perf_counter()
     post_run(plan.lake.url, plan.run_id)
     print(
-        f"plan+stage+capture {t_captured - t0:.1f} s, scoring {t_scored - t_captured:.1f} s, "
+        f"inputs {plan.input_seconds:.1f} s, plan+stage+capture {t_captured - t0:.1f} s, "
+        f"scoring {t_scored - t_captured:.1f} s, "
         f"finish+land {t_landed - t_scored:.1f} s, post-run summaries {time.perf_counter() - t_landed:.1f} s"
     )
 
