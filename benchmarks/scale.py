@@ -50,9 +50,9 @@ import pyarrow.parquet as pq  # noqa: E402
 from raglake.columnar.batch import ColumnarBatch  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import all_metrics  # noqa: E402
-from raglake.pipeline.case_table import cases_table_from_columns, staged_lines  # noqa: E402
+from raglake.pipeline.case_table import cases_table_from_columns  # noqa: E402
 from raglake.pipeline.scoring import score_columnar  # noqa: E402
-from raglake.pipeline.staging import STAGED_PARQUET  # noqa: E402
+from raglake.pipeline.staging import STAGED_PARQUET, staged_lines  # noqa: E402
 from raglake.schemas import Capture, GoldenCase  # noqa: E402
 
 K = 10

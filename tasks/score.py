@@ -15,12 +15,12 @@ from prefect.utilities.annotations import quote
 from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.case_table import cases_table_from_columns, staged_lines
+from raglake.pipeline.case_table import cases_table_from_columns
 from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.plan import score_key, scoring_token
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.scoring import score_columnar
-from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored
+from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored, staged_lines
 
 
 @dataclass(frozen=True)

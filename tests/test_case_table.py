@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.golden import load_golden
-from raglake.pipeline.case_table import cases_table_from_columns, staged_lines
+from raglake.pipeline.case_table import cases_table_from_columns
 from raglake.pipeline.rows import cases_table_from_lines
 from raglake.pipeline.settings import SAMPLE_CAPTURES, SAMPLE_GOLDEN
-from raglake.pipeline.staging import jsonl
+from raglake.pipeline.staging import jsonl, staged_lines
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.replay import ReplayFile
 from tests.test_columnar_scoring import _models, _same, batches

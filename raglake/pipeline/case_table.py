@@ -38,11 +38,6 @@ _CAPTURE_COLUMNS = {  # cases column <- the capture columns'
 _EMPTY_METADATA = b'"metadata":{}'
 
 
-def staged_lines(data: bytes) -> list[bytes]:
-    """The records of a staged JSONL file (canonical JSON, one a line)."""
-    return [line for line in data.split(b"\n") if line]
-
-
 def cases_table_from_columns(
     batch: ColumnarBatch, case_lines: Sequence[bytes], capture_lines: Sequence[bytes]
 ) -> pa.Table:

@@ -116,12 +116,13 @@ class BatchRef:
 
     def read_cases(self) -> list[GoldenCase]:
         return [
-            GoldenCase.model_validate_json(line, context=CANONICAL) for line in _lines(self.store().get(self.cases))
+            GoldenCase.model_validate_json(line, context=CANONICAL)
+            for line in staged_lines(self.store().get(self.cases))
         ]
 
     def case_ids(self) -> list[str]:
         """The batch's case ids, in order (a JSON parse of each line, no model)."""
-        return [json.loads(line)["id"] for line in _lines(self.store().get(self.cases))]
+        return [json.loads(line)["id"] for line in staged_lines(self.store().get(self.cases))]
 
     def captured(self) -> str:
         """Where the batch's captures are staged (a ValueError before they are)."""
@@ -131,7 +132,8 @@ class BatchRef:
 
     def read_captures(self) -> list[Capture]:
         return [
-            Capture.model_validate_json(line, context=CANONICAL) for line in _lines(self.store().get(self.captured()))
+            Capture.model_validate_json(line, context=CANONICAL)
+            for line in staged_lines(self.store().get(self.captured()))
         ]
 
     def read_judged(self) -> dict[str, dict[str, StepOutcome]] | None:
@@ -163,7 +165,8 @@ class ScoredRef:
         return store.get_table(f"{self.folder}/{name}.parquet", columns)
 
 
-def _lines(data: bytes) -> list[bytes]:
+def staged_lines(data: bytes) -> list[bytes]:
+    """The records of a staged JSONL file (canonical JSON, one a line)."""
     return [line for line in data.split(b"\n") if line]
 
 
