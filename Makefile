@@ -35,11 +35,12 @@ run: $(VENV)/.installed
 	$(BIN)/raglake run
 
 ## Set up (with the dev extras and the local judge) and run the test suite: lint, the layer
-## contracts (pyproject.toml, through tools/lint_imports.py), then pytest.
+## contracts (pyproject.toml, through tools/lint_imports.py), then pytest on two workers (pytest-xdist).
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-judge
 	$(BIN)/ruff check .
 	$(BIN)/python tools/lint_imports.py
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 ## Benchmarks: speed and memory, printed as ratios against a baseline measured in the same run.
 bench: $(VENV)/.installed-dev

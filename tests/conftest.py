@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import tempfile
 from pathlib import Path
 
@@ -18,6 +20,9 @@ os.environ.update(
     }
 )
 os.environ.pop("RAGLAKE_LAKE", None)
+# the CLI's width on a pipe is $COLUMNS, else 120 (raglake.cli.render): the caller's $COLUMNS (pytest-xdist's
+# workers get 80) would wrap long tmp paths and narrow tables in the in-process CLI tests
+os.environ.pop("COLUMNS", None)
 os.environ.pop("RAGLAKE_RESULTS", None)
 # one embedding cache for the whole session (and its subprocesses): the sample is encoded once
 os.environ["RAGLAKE_CACHE"] = os.path.join(_PREFECT_TMP, "raglake-cache")
@@ -45,7 +50,21 @@ def lake_dir(tmp_path: Path) -> str:
 @pytest.fixture(scope="session")
 def readme_first_steps(tmp_path_factory):
     """The README's first steps, run once as a newcomer runs them (tests/readmekit.py): what each
-    command printed and the lake they left, shared by test_readme_order.py and test_cli.py."""
+    command printed and the lake they left, shared by test_readme_order.py and test_cli.py. Under
+    pytest-xdist (`make test` runs two workers) the first worker to ask runs them, holding a lock in the
+    workers' common temporary folder, and leaves them there for the other (~75 s not spent twice)."""
     from tests.readmekit import run_first_steps
 
-    return run_first_steps(tmp_path_factory.mktemp("readme-first-steps"))
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return run_first_steps(tmp_path_factory.mktemp("readme-first-steps"))
+    shared = tmp_path_factory.getbasetemp().parent
+    with open(shared / "readme-first-steps.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        saved = shared / "readme-first-steps.pickle"
+        if saved.exists():
+            return pickle.loads(saved.read_bytes())
+        folder = shared / "readme-first-steps"
+        folder.mkdir()
+        steps = run_first_steps(folder)
+        saved.write_bytes(pickle.dumps(steps))
+        return steps
