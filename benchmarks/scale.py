@@ -52,7 +52,7 @@ from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import all_metrics  # noqa: E402
 from raglake.pipeline.case_table import cases_table_from_columns  # noqa: E402
 from raglake.pipeline.scoring import score_columnar  # noqa: E402
-from raglake.pipeline.staging import STAGED_PARQUET, staged_lines  # noqa: E402
+from raglake.pipeline.staging import STAGED_PARQUET  # noqa: E402
 from raglake.schemas import Capture, GoldenCase  # noqa: E402
 
 K = 10
@@ -204,7 +204,7 @@ def raglake_to_parquet(paths: dict[str, Path], out: Path) -> tuple[float, dict[s
     batch = ColumnarBatch.from_files(paths["golden.jsonl"], paths["captures.jsonl"])
     t1 = time.perf_counter()
     tables = score_columnar(batch, metrics, ScoringConfig(k=K)).tables()
-    lines = [staged_lines(paths[name].read_bytes()) for name in ("golden.jsonl", "captures.jsonl")]
+    lines = batch.file_lines(paths["golden.jsonl"], paths["captures.jsonl"])
     tables["cases"] = cases_table_from_columns(batch, *lines)  # the score task stages it too
     t2 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=len(tables)) as pool:  # the Parquet writer leaves the GIL

@@ -20,7 +20,7 @@ from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.plan import score_key, scoring_token
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.scoring import score_columnar
-from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored, staged_lines
+from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
     embedding, store = settings.embedding, batch.store()
     with store.local(batch.cases, batch.captured()) as (cases_path, captures_path):
         columns = ColumnarBatch.from_files(cases_path, captures_path, canonical=True)  # staged: models' dumps
+        case_lines, capture_lines = columns.file_lines(cases_path, captures_path)
     scored = score_columnar(
         columns,
         metrics,
@@ -65,7 +66,6 @@ def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
         judge=batch.read_judged(),
     )
     tables = scored.tables()
-    case_lines, capture_lines = (staged_lines(store.get(path)) for path in (batch.cases, batch.captured()))
     tables["cases"] = cases_table_from_columns(columns, case_lines, capture_lines)
     return stage_scored(batch.results, batch.index, key, tables)
 

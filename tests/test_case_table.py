@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raglake.columnar.batch import ColumnarBatch
+from raglake.columnar.lines import read_lines
 from raglake.golden import load_golden
 from raglake.pipeline.case_table import cases_table_from_columns
 from raglake.pipeline.rows import cases_table_from_lines
 from raglake.pipeline.settings import SAMPLE_CAPTURES, SAMPLE_GOLDEN
-from raglake.pipeline.staging import jsonl, staged_lines
+from raglake.pipeline.staging import jsonl
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.replay import ReplayFile
 from tests.test_columnar_scoring import _models, _same, batches
@@ -54,7 +55,7 @@ def _both(cases: list[GoldenCase], captures: list[Capture], folder: Path) -> tup
     (folder / "cases.jsonl").write_bytes(case_bytes)
     (folder / "captures.jsonl").write_bytes(capture_bytes)
     batch = ColumnarBatch.from_files(folder / "cases.jsonl", folder / "captures.jsonl", canonical=True)
-    ours = cases_table_from_columns(batch, staged_lines(case_bytes), staged_lines(capture_bytes))
+    ours = cases_table_from_columns(batch, *batch.file_lines(folder / "cases.jsonl", folder / "captures.jsonl"))
     return ours, cases_table_from_lines(case_bytes, capture_bytes)
 
 
@@ -106,9 +107,10 @@ def test_lines_and_columns_of_different_lengths_are_refused(tmp_path: Path) -> N
     cases, captures = [GoldenCase(id="a", question="q?")], [Capture(case_id="a")]
     (tmp_path / "c.jsonl").write_bytes(jsonl(cases))
     (tmp_path / "x.jsonl").write_bytes(jsonl(captures))
+    (tmp_path / "c2.jsonl").write_bytes(jsonl(cases * 2))
     batch = ColumnarBatch.from_files(tmp_path / "c.jsonl", tmp_path / "x.jsonl")
     with pytest.raises(ValueError, match="1 cases in columns but 2 case"):
-        cases_table_from_columns(batch, staged_lines(jsonl(cases * 2)), staged_lines(jsonl(captures)))
+        cases_table_from_columns(batch, read_lines(tmp_path / "c2.jsonl"), read_lines(tmp_path / "x.jsonl"))
 
 
 # ---- staged files are canonical: read as they are, never normalised a second time

@@ -19,6 +19,7 @@ from raglake.anchors import heading_segments, heading_string, normalise_rel_path
 from raglake.columnar import normalise as norm
 from raglake.columnar.captures import captures_from_models, read_capture_columns
 from raglake.columnar.golden import golden_from_models, read_golden_columns
+from raglake.columnar.lines import read_lines
 from raglake.columnar.schema import GOLDEN_FREE_FORM, capture_schema, golden_schema, heading_type
 from raglake.errors import InputError
 from raglake.metrics import rules
@@ -189,6 +190,27 @@ def test_unusual_valid_golden_files_still_read_as_the_models(lines: list[str], b
     ours = read_golden_columns(path)
     assert (ours.models is None) == bulk
     _assert_columns_equal(ours, golden_from_models(str(path), _models(path, GoldenCase)))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1}\n{"b": "Caf\xc3\xa9 \xe2\x80\x94"}\n',
+        b'{"a": 1}\n\n\n{"b": 2}',  # empty lines, no newline at the end
+        b'\xef\xbb\xbf{"a": 1}\r\n{"b": 2}\r\n',  # a BOM, CRLF (the \r stays in the record's line)
+        b'// a comment\n  {"a": 1}\n \t\n{"b": 2}\n',  # a comment, a blank line, an indented record
+        b"",
+    ],
+)
+def test_the_record_lines_as_one_string_array_are_the_lines(data: bytes, tmp_path: Path) -> None:
+    """Lines.strings (the cases table's `golden_case`) holds each record's line, built from the buffer."""
+    (tmp_path / "f.jsonl").write_bytes(data)
+    lines = read_lines(tmp_path / "f.jsonl")
+    expected = [lines.line(i).decode() for i in range(len(lines))]
+    assert lines.strings().to_pylist() == expected
+    assert [r.line for r in read_records(tmp_path / "f.jsonl")] == lines.numbers.tolist()
+    assert len(expected) == (0 if not data else 2)
+    assert all(line.strip().startswith("{") for line in expected)
 
 
 def test_ordinary_capture_files_are_read_in_bulk_as_the_models_read_them(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from raglake.columnar.anchors import codes
 from raglake.columnar.arrays import combine
 from raglake.columnar.captures import CaptureColumns, captures_from_models, read_capture_columns
 from raglake.columnar.golden import GoldenColumns, golden_from_models, read_golden_columns
+from raglake.columnar.lines import Lines, read_lines
 from raglake.schemas import Capture, GoldenCase
 
 
@@ -49,6 +50,13 @@ class ColumnarBatch:
 
     def __len__(self) -> int:
         return len(self.golden)
+
+    def file_lines(self, cases_path: str | Path, captures_path: str | Path) -> tuple[Lines, Lines]:
+        """The record lines of the two files the batch was read from: the bulk read's, or the files' own read
+        again where the per-record path made the columns from models' dumps (which are not the lines)."""
+        golden = self.golden.lines if self.golden.models is None else read_lines(cases_path)
+        captures = self.captures.lines if self.captures.models is None else read_lines(captures_path)
+        return golden, captures
 
     @cached_property
     def case_ids(self) -> pa.Array:

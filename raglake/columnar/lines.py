@@ -51,6 +51,29 @@ class Lines:
         starts, ends, _ = self._find()
         return self.data[int(starts[row]) : int(ends[row])]
 
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each record's line starts and ends in `data`."""
+        starts, ends, _ = self._find()
+        return starts, ends
+
+    def strings(self) -> pa.Array:
+        """Every record's line as one string array, built without a Python object per line: `data` holds the
+        records in order, separated by newlines (and empty lines), and no record holds a newline."""
+        starts, ends = self.spans()
+        lengths = ends - starts
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        joined = self.data.replace(b"\n", b"")
+        if len(joined) != offsets[-1]:
+            raise AssertionError(f"{self.path}: {len(joined)} bytes of records, {offsets[-1]} expected")
+        data = pa.py_buffer(joined)
+        if offsets[-1] < 2**31:
+            array = pa.StringArray.from_buffers(len(lengths), pa.py_buffer(offsets.astype(np.int32)), data)
+        else:
+            array = pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(offsets), data)
+        array.validate(full=True)  # UTF-8 (a file the reader parsed is; a line of Lines(...) made by hand may not be)
+        return array
+
 
 def read_lines(path: str | Path) -> Lines:
     """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem."""

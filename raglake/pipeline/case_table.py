@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.columnar.golden import Part
+from raglake.columnar.lines import Lines
+from raglake.columnar.normalise import mask
 from raglake.lake.layouts import GOLD_SUPPORT, REFERENCE
 from raglake.lake.tables import TABLES
 from raglake.schemas import LATENCY_STAGES
@@ -35,17 +37,16 @@ _CAPTURE_COLUMNS = {  # cases column <- the capture columns'
     "capture_attempts": "attempts",
     **{f"latency_{stage}_ms": f"latency_{stage}" for stage in LATENCY_STAGES},
 }
-_EMPTY_METADATA = b'"metadata":{}'
+_EMPTY_METADATA_LAST = ',"metadata":{}}'
 
 
-def cases_table_from_columns(
-    batch: ColumnarBatch, case_lines: Sequence[bytes], capture_lines: Sequence[bytes]
-) -> pa.Table:
+def cases_table_from_columns(batch: ColumnarBatch, case_lines: Lines, capture_lines: Lines) -> pa.Table:
     """The `cases` rows of a batch read from staged files: its columns and the files' canonical lines (for
-    `golden_case`, `capture_hash` and the free-form `metadata`), row for row."""
+    `golden_case`, `capture_hash` and the free-form `metadata`; ColumnarBatch.file_lines), row for row."""
     n = len(batch)
     if len(case_lines) != n or len(capture_lines) != n:
         raise ValueError(f"{n} cases in columns but {len(case_lines)} case and {len(capture_lines)} capture lines")
+    golden_case = case_lines.strings()
     golden, captures = batch.golden, batch.captures
     supports = golden.supports
     cols: dict[str, pa.Array | list] = {out: golden.cases.column(name) for out, name in _CASE_COLUMNS.items()}
@@ -62,7 +63,7 @@ def cases_table_from_columns(
             "required": supports.column("required"),
         },
     )
-    cols["metadata"] = [_metadata(line) for line in case_lines]
+    cols["metadata"] = _metadata(golden_case)
     cols.update({out: captures.captures.column(name) for out, name in _CAPTURE_COLUMNS.items()})
     references = captures.references
     cols["reference_list"] = _lists(
@@ -71,8 +72,8 @@ def cases_table_from_columns(
         REFERENCE,
         {"rel_path": references.column("rel_path"), "heading_path": references.column("heading")},
     )
-    cols["capture_hash"] = [hashlib.sha256(line).hexdigest()[:16] for line in capture_lines]
-    cols["golden_case"] = [line.decode() for line in case_lines]
+    cols["capture_hash"] = _hashes(capture_lines)
+    cols["golden_case"] = golden_case
     schema = TABLES["cases"].schema
     return pa.Table.from_arrays([_typed(cols[f.name], f.type) for f in schema], schema=schema)
 
@@ -85,12 +86,24 @@ def _lists(part: Part, n: int, item: pa.StructType, fields: dict[str, pa.Array])
     return pa.ListArray.from_arrays(pa.array(offsets), values, type=pa.list_(item))
 
 
-def _metadata(case_line: bytes) -> str:
-    """The case's metadata as `json.dumps` writes it (what cases_table_from_lines stores): the empty
-    object without parsing the line when the canonical line says so."""
-    if _EMPTY_METADATA in case_line and case_line.count(b'"metadata":') == 1:
-        return "{}"
-    return json.dumps(json.loads(case_line)["metadata"], default=str)
+def _metadata(golden_case: pa.Array) -> pa.Array:
+    """Each case's metadata as `json.dumps` writes it (what cases_table_from_lines stores). A canonical line
+    ends with its metadata: one ending `,"metadata":{}}` holds the empty object (that quote after a comma
+    opens a key: in valid JSON it cannot close a string), so only the others are parsed."""
+    empty = mask(pc.ends_with(golden_case, _EMPTY_METADATA_LAST))
+    out = np.full(len(golden_case), "{}", dtype=object)
+    rows = np.flatnonzero(~empty)
+    if len(rows):
+        lines = golden_case.take(pa.array(rows)).to_pylist()
+        out[rows] = [json.dumps(json.loads(line)["metadata"], default=str) for line in lines]
+    return pa.array(out, pa.string())
+
+
+def _hashes(capture_lines: Lines) -> list[str]:
+    """The first 16 hex digits of each capture line's sha256 (the `capture_hash` of cases_table_from_lines)."""
+    data = memoryview(capture_lines.data)
+    starts, ends = capture_lines.spans()
+    return [hashlib.sha256(data[s:e]).hexdigest()[:16] for s, e in zip(starts.tolist(), ends.tolist())]
 
 
 def _typed(values: pa.Array | pa.ChunkedArray | list, type_: pa.DataType) -> pa.Array:
