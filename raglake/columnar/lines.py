@@ -37,9 +37,13 @@ class Lines:
         return self._n
 
     def _find(self) -> tuple[np.ndarray, ...]:
-        if self._offsets is None:
-            starts, ends, keep = _line_offsets(self.data)
-            self._offsets = (starts[keep], ends[keep], keep + 1)
+        if self._offsets is None:  # a clean file (read_lines): every line is a record, no blank one between
+            breaks = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)[: self._n]
+            starts = np.zeros(self._n, dtype=np.int64)
+            starts[1:] = breaks[: self._n - 1] + 1
+            ends = np.full(self._n, len(self.data), dtype=np.int64)
+            ends[: len(breaks)] = breaks
+            self._offsets = (starts, ends, np.arange(1, self._n + 1, dtype=np.int64))
         return self._offsets
 
     @property
