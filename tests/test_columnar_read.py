@@ -19,7 +19,7 @@ from raglake.anchors import heading_segments, heading_string, normalise_rel_path
 from raglake.columnar import normalise as norm
 from raglake.columnar.captures import captures_from_models, read_capture_columns
 from raglake.columnar.golden import golden_from_models, read_golden_columns
-from raglake.columnar.lines import read_lines
+from raglake.columnar.lines import _newlines, read_lines
 from raglake.columnar.schema import GOLDEN_FREE_FORM, capture_schema, golden_schema, heading_type
 from raglake.errors import InputError
 from raglake.metrics import rules
@@ -213,6 +213,11 @@ def test_the_record_lines_as_one_string_array_are_the_lines(data: bytes, tmp_pat
     assert lines.strings().to_pylist() == expected
     assert [r.line for r in read_records(tmp_path / "f.jsonl")] == lines.numbers.tolist()
     assert len(expected) == (0 if not data else 2)
+
+
+@given(st.binary(max_size=300), st.integers(1, 64))
+def test_newlines_are_found_block_by_block(data: bytes, block: int) -> None:
+    assert _newlines(data, block).tolist() == [i for i, b in enumerate(data) if b == 10]
 
 
 def test_ordinary_capture_files_are_read_in_bulk_as_the_models_read_them(tmp_path: Path) -> None:

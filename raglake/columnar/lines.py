@@ -38,7 +38,7 @@ class Lines:
 
     def _find(self) -> tuple[np.ndarray, ...]:
         if self._offsets is None:  # a clean file (read_lines): every line is a record, no blank one between
-            breaks = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)[: self._n]
+            breaks = _newlines(self.data)[: self._n]
             starts = np.zeros(self._n, dtype=np.int64)
             starts[1:] = breaks[: self._n - 1] + 1
             ends = np.full(self._n, len(self.data), dtype=np.int64)
@@ -102,7 +102,7 @@ def read_lines(path: str | Path) -> Lines:
 def _line_offsets(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end) of every line ("\\n" only) and the indexes of those holding a record."""
     buf = np.frombuffer(data, dtype=np.uint8)
-    breaks = np.flatnonzero(buf == 10)
+    breaks = _newlines(data)
     starts = np.concatenate([[0], breaks + 1]).astype(np.int64)
     ends = np.concatenate([breaks, [len(data)]]).astype(np.int64)
     first = np.full(len(starts), 10, dtype=np.uint8)
@@ -111,6 +111,13 @@ def _line_offsets(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     odd = np.flatnonzero((ends == starts) | np.isin(first, np.frombuffer(_ODD_STARTS_BYTES, np.uint8)))
     drop = [i for i in odd.tolist() if _skipped(data[starts[i] : ends[i]])]
     return starts, ends, np.setdiff1d(np.arange(len(starts)), np.asarray(drop, dtype=np.int64))
+
+
+def _newlines(data: bytes, block: int = 1 << 24) -> np.ndarray:
+    """Where every "\n" lies, scanned a block at a time (no temporary array the size of the file)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    found = [np.flatnonzero(buf[at : at + block] == 10) + at for at in range(0, len(buf), block)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def _skipped(line: bytes) -> bool:
