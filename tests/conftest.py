@@ -63,8 +63,6 @@ def readme_first_steps(tmp_path_factory):
         saved = shared / "readme-first-steps.pickle"
         if saved.exists():
             return pickle.loads(saved.read_bytes())
-        folder = shared / "readme-first-steps"
-        folder.mkdir()
-        steps = run_first_steps(folder)
+        steps = run_first_steps(Path(tempfile.mkdtemp(prefix="readme-first-steps-", dir=shared)))
         saved.write_bytes(pickle.dumps(steps))
         return steps
