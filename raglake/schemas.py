@@ -137,7 +137,7 @@ class Anchor(_Strict):
 
 
 class GoldSupport(Anchor):
-    snippets: list[str] = []
+    snippets: list[str] = Field(default_factory=list)
     date: dt.date | None = None
     required: StrictBool = False
 
@@ -174,8 +174,8 @@ class AnswerLabel(_Strict):
 
 
 class CaseLabels(_Strict):
-    chunks: list[ChunkLabel] = []
-    answers: list[AnswerLabel] = []
+    chunks: list[ChunkLabel] = Field(default_factory=list)
+    answers: list[AnswerLabel] = Field(default_factory=list)
 
 
 def answer_sha256(answer: str) -> str:
@@ -189,14 +189,14 @@ class GoldenCase(_Strict):
     answerable: StrictBool = True
     category: str | None = None
     difficulty: str | None = None
-    tags: list[str] = []
+    tags: list[str] = Field(default_factory=list)
     vault: str | None = None
     expected_action: str | None = None
-    gold_supports: list[GoldSupport] = []
-    required_support_groups: list[list[StrictInt]] = []
+    gold_supports: list[GoldSupport] = Field(default_factory=list)
+    required_support_groups: list[list[StrictInt]] = Field(default_factory=list)
     recency_conflict_rule: str | None = None
     labels: CaseLabels | None = None
-    metadata: Annotated[dict[str, Any], AfterValidator(_plain_metadata)] = {}
+    metadata: Annotated[dict[str, Any], AfterValidator(_plain_metadata)] = Field(default_factory=dict)
 
     @field_validator("tags")
     @classmethod
@@ -273,14 +273,14 @@ class Capture(_Strict):
     case_id: Id
     answer: str = ""
     abstained: StrictBool | None = None
-    references: list[Reference] = []
-    retrieved: list[RetrievedChunk] = []
+    references: list[Reference] = Field(default_factory=list)
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
     method: str | None = None
     status: Literal["ok", "error", "timeout", "empty"] = "ok"
     error: str | None = None
-    latency_ms: Latency = Latency()
+    latency_ms: Latency = Field(default_factory=Latency)
     folder_mode: str | None = None
-    selected_folders: list[str] = []
+    selected_folders: list[str] = Field(default_factory=list)
     attempts: StrictInt | None = Field(default=None, ge=1)  # requests it took (live targets)
 
     @field_validator("answer", mode="before")

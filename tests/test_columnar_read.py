@@ -61,6 +61,23 @@ def test_read_schemas_follow_the_models_field_for_field(form: str) -> None:
     _same_fields(capture_schema(heading_type(form)), Capture, "capture")
 
 
+def _models_under(model: type[BaseModel]) -> set[type[BaseModel]]:
+    found = {model}
+    for f in model.model_fields.values():
+        if (inner := _inner(f.annotation)) is not None:
+            found |= _models_under(inner)
+    return found
+
+
+def test_record_models_build_their_mutable_defaults_with_a_factory() -> None:
+    """pydantic deep-copies an unhashable default (`= []`, `= {}`, `= Latency()`) on every validation: five
+    copies a golden case, 20-50% of its validation. A default_factory builds it instead."""
+    for model in _models_under(GoldenCase) | _models_under(Capture):
+        for name, f in model.model_fields.items():
+            if f.default_factory is None:
+                assert isinstance(f.default, typing.Hashable), f"{model.__name__}.{name}: default {f.default!r}"
+
+
 TEXT = st.text(alphabet="ab >/#.\\\t\u00a0\u2003\x1c\u00e9\u0301", max_size=12)
 
 
