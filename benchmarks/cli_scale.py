@@ -205,7 +205,8 @@ def same_rows(lake_a: Path, lake_b: Path) -> bool:
 
     q = "SELECT case_id, metric, value, status, reason FROM read_parquet('{}/scores/**/*.parquet')"
     a, b = q.format(lake_a), q.format(lake_b)
-    con = duckdb.connect(config={"enable_progress_bar": False})
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # DuckDB 2.0 refuses it as a connect option
     [n] = con.sql(f"SELECT (SELECT count(*) FROM ({a})), (SELECT count(*) FROM ({b}))").fetchall()
     [(differ,)] = con.sql(f"SELECT count(*) FROM (({a} EXCEPT ALL {b}) UNION ALL ({b} EXCEPT ALL {a}))").fetchall()
     return n[0] == n[1] > 0 and differ == 0
