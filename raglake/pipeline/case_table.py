@@ -5,7 +5,6 @@ definition of the rows; tests hold the two equal."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
@@ -18,6 +17,7 @@ from raglake.columnar.lines import Lines
 from raglake.columnar.normalise import mask
 from raglake.lake.layouts import GOLD_SUPPORT, REFERENCE
 from raglake.lake.tables import TABLES
+from raglake.pipeline.rows import capture_hash, metadata_json
 from raglake.schemas import LATENCY_STAGES
 
 _CASE_COLUMNS = {  # cases column <- the golden columns' (normalised and defaulted as the model does)
@@ -95,15 +95,15 @@ def _metadata(golden_case: pa.Array) -> pa.Array:
     rows = np.flatnonzero(~empty)
     if len(rows):
         lines = golden_case.take(pa.array(rows)).to_pylist()
-        out[rows] = [json.dumps(json.loads(line)["metadata"], default=str) for line in lines]
+        out[rows] = [metadata_json(json.loads(line)["metadata"]) for line in lines]
     return pa.array(out, pa.string())
 
 
 def _hashes(capture_lines: Lines) -> list[str]:
-    """The first 16 hex digits of each capture line's sha256 (the `capture_hash` of cases_table_from_lines)."""
+    """rows.capture_hash of each capture line, hashed from slices of the buffer."""
     data = memoryview(capture_lines.data)
     starts, ends = capture_lines.spans()
-    return [hashlib.sha256(data[s:e]).hexdigest()[:16] for s, e in zip(starts.tolist(), ends.tolist())]
+    return [capture_hash(data[s:e]) for s, e in zip(starts.tolist(), ends.tolist())]
 
 
 def _typed(values: pa.Array | pa.ChunkedArray | list, type_: pa.DataType) -> pa.Array:

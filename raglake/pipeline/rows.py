@@ -84,7 +84,7 @@ def _case_row(case_line: bytes, capture_line: bytes) -> dict[str, Any]:
         "recency_conflict_rule": case["recency_conflict_rule"],
         "n_gold_supports": len(case["gold_supports"]),
         "gold_support_list": gold_support_list(case["gold_supports"]),
-        "metadata": json.dumps(case["metadata"], default=str),
+        "metadata": metadata_json(case["metadata"]),
         "method": cap["method"],
         "capture_status": cap["status"],
         "capture_error": cap["error"],
@@ -95,10 +95,20 @@ def _case_row(case_line: bytes, capture_line: bytes) -> dict[str, Any]:
         "folder_mode": cap["folder_mode"],
         "selected_folders": cap["selected_folders"],
         **{f"latency_{stage}_ms": lat[stage] for stage in LATENCY_STAGES},
-        "capture_hash": hashlib.sha256(capture_line).hexdigest()[:16],
+        "capture_hash": capture_hash(capture_line),
         "capture_attempts": cap["attempts"],
         "golden_case": case_line.decode(),
     }
+
+
+def metadata_json(metadata: dict[str, Any]) -> str:
+    """A case's free-form metadata as the cases row stores it."""
+    return json.dumps(metadata, default=str)
+
+
+def capture_hash(capture_line: bytes | memoryview) -> str:
+    """The cases row's `capture_hash`: the first 16 hex digits of the canonical capture line's sha256."""
+    return hashlib.sha256(capture_line).hexdigest()[:16]
 
 
 def cases_table_from_lines(case_lines: bytes, capture_lines: bytes) -> pa.Table:
