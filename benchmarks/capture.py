@@ -48,6 +48,7 @@ import argparse
 import asyncio
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,6 +118,7 @@ def main() -> None:
         ]
         proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     passes: list[dict[str, Any]] = []
+    tmp: Path | None = None
     try:
         wait_healthy(port, proc)
         startup_s = time.perf_counter() - t_start
@@ -158,6 +160,8 @@ def main() -> None:
                 )
         parts = client_parts(target, cases, port)
     finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)

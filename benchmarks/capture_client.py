@@ -77,22 +77,23 @@ def client_parts(target: Any, cases: list, port: int, n: int = 1000) -> dict[str
     parsed = [json.loads(r) for r in raw]
     fields = [map_response(p, config, c.id) for p, c in zip(parsed, picked)]
     captures = [Capture.model_validate(f) for f in fields]
-    journal = CaptureJournal(Path(tempfile.mkdtemp(prefix="raglake-capture-parts-")) / "j.jsonl")
+    with tempfile.TemporaryDirectory(prefix="raglake-capture-parts-") as folder:
+        journal = CaptureJournal(Path(folder) / "j.jsonl")
 
-    def timed(fn: Any) -> float:
-        t0 = time.process_time()
-        for i in range(n):
-            fn(i % len(picked))
-        return (time.process_time() - t0) / n * 1000
+        def timed(fn: Any) -> float:
+            t0 = time.process_time()
+            for i in range(n):
+                fn(i % len(picked))
+            return (time.process_time() - t0) / n * 1000
 
-    return {
-        "render body + encode JSON": timed(lambda i: json.dumps(render_body(config.body, _values(picked[i], 5)))),
-        "parse JSON response": timed(lambda i: json.loads(raw[i])),
-        "JSON-path mapping": timed(lambda i: map_response(parsed[i], config, picked[i].id)),
-        "pydantic Capture": timed(lambda i: Capture.model_validate(fields[i])),
-        "journal line": timed(lambda i: journal.append(picked[i], captures[i])),
-        "_bytes": sum(map(len, raw)) / len(raw),
-    }
+        return {
+            "render body + encode JSON": timed(lambda i: json.dumps(render_body(config.body, _values(picked[i], 5)))),
+            "parse JSON response": timed(lambda i: json.loads(raw[i])),
+            "JSON-path mapping": timed(lambda i: map_response(parsed[i], config, picked[i].id)),
+            "pydantic Capture": timed(lambda i: Capture.model_validate(fields[i])),
+            "journal line": timed(lambda i: journal.append(picked[i], captures[i])),
+            "_bytes": sum(map(len, raw)) / len(raw),
+        }
 
 
 def run_pass(
@@ -110,9 +111,9 @@ def run_pass(
     if profiler:
         profiler.enable()
     if kind == "raglake":
-        folder = Path(tempfile.mkdtemp(prefix="raglake-bench-"))
-        journal = None if args.no_journal else CaptureJournal(folder / "j.jsonl")
-        captures = target.capture(cases, journal)
+        with tempfile.TemporaryDirectory(prefix="raglake-bench-") as folder:
+            journal = None if args.no_journal else CaptureJournal(Path(folder) / "j.jsonl")
+            captures = target.capture(cases, journal)
         walls = [c.latency_ms.wall for c in captures if c.latency_ms.wall is not None]
         statuses: dict[str, int] = {}
         for c in captures:

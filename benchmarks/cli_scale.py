@@ -31,13 +31,12 @@ import random
 import resource
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import psutil
-from _common import ROOT
+from _common import ROOT, work_folder
 
 FAMILIES = ("retrieval", "label", "abstention")
 N_NOTES, K = 200, 10
@@ -246,8 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--library-smallest-only", action="store_true", help="the library path at the smallest size only")
     args = ap.parse_args(argv)
-    work = args.keep or Path(tempfile.mkdtemp(prefix="raglake-scale-"))
-    work.mkdir(parents=True, exist_ok=True)
+    with work_folder(args.keep, "raglake-scale-") as work:
+        return run(args, work)
+
+
+def run(args: argparse.Namespace, work: Path) -> int:
     metrics = metric_names()
     print(f"raglake run at scale — {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()}")
     print(f"metrics ({len(metrics)}): {', '.join(metrics)}; k = {K}; batch size {args.batch_size}")

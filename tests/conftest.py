@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import pickle
+import shutil
 import tempfile
 from pathlib import Path
 
 _PREFECT_TMP = tempfile.mkdtemp(prefix="raglake-prefect-")
+atexit.register(shutil.rmtree, _PREFECT_TMP, True)  # the Prefect database, results and embedding cache
 os.environ.update(
     {
         "PREFECT_HOME": _PREFECT_TMP,
