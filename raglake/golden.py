@@ -100,9 +100,9 @@ class SpooledGolden:
         return GoldenSet(self.name, self.path, spool, self.content_hash)
 
 
-def spool_golden(path: str | Path, into: str) -> SpooledGolden:
-    """load_golden, its cases written to the existing file `into`: run by another process
-    (raglake.pipeline.inputs), whose spool goes with it while the file stays."""
+def spool_golden(path: str | Path, into: int) -> SpooledGolden:
+    """load_golden, its cases written to the spool file whose descriptor `into` this process inherited:
+    run by another process (raglake.pipeline.inputs), which owns the file."""
     path = Path(path)
     cases: Spool[GoldenCase] = Spool(GoldenCase, "id", into=into)
     content_hash = _spool_cases(path, cases)

@@ -1,7 +1,7 @@
-"""`python -m raglake.golden_process GOLDEN INTO`: validate a golden set into the existing spool file INTO
-for the process that started this one (raglake.pipeline.inputs), and write to stdout the pickled
-SpooledGolden, or the pickled error. Started as a fresh interpreter, not by multiprocessing, so that the
-caller's own script is never imported again here."""
+"""`python -m raglake.golden_process GOLDEN FD`: validate a golden set into the spool file of the process
+that started this one (raglake.pipeline.inputs), open here as the inherited descriptor FD (the file has
+no name: raglake.spool), and write to stdout the pickled SpooledGolden, or the pickled error. Started as a
+fresh interpreter, not by multiprocessing, so that the caller's own script is never imported again here."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)  # anything else printed goes to stderr: stdout carries the answer only
     outcome: SpooledGolden | Exception
     try:
-        outcome = spool_golden(golden, into)
+        outcome = spool_golden(golden, int(into))
     except Exception as e:  # noqa: BLE001 - sent back and raised there, where the load was asked for
         outcome = e if _crosses(e) else RuntimeError(f"{type(e).__name__}: {e}")
     with answer:

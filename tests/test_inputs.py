@@ -5,11 +5,11 @@ content hash; and a bad input raises the same error, naming file, line and field
 from __future__ import annotations
 
 import gc
-import os
 import pickle
 import subprocess
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 import pytest
@@ -47,12 +47,15 @@ def every_size(monkeypatch) -> None:
 def test_side_by_side_gives_what_one_process_gives(tmp_path: Path, monkeypatch) -> None:
     settings = _settings(SAMPLE_GOLDEN, SAMPLE_CAPTURES[0], tmp_path / "lake")
     assert side_by_side(settings.golden, settings.target)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     golden, target = load_inputs(settings, Lake(settings.lake))
+    assert list((tmp_path / "tmp").iterdir()) == []  # the spool the other process filled has no name there
     monkeypatch.setattr(inputs, "SIDE_BY_SIDE_BYTES", 1 << 62)
     assert not side_by_side(settings.golden, settings.target)
     alone, alone_target = load_inputs(settings, Lake(settings.lake))
     assert isinstance(golden.cases, Spool) and isinstance(alone.cases, Spool)
-    assert golden.cases.path != alone.cases.path
+    assert golden.cases.fileno() != alone.cases.fileno()
     assert (golden.name, golden.path, golden.content_hash) == (alone.name, alone.path, alone.content_hash)
     assert golden.ids() == alone.ids() and len(golden.cases) > 10
     n = len(golden.cases)
@@ -61,10 +64,10 @@ def test_side_by_side_gives_what_one_process_gives(tmp_path: Path, monkeypatch) 
     last = golden.ids()[-1]
     assert golden.cases.get(last) == alone.cases.get(last) and list(golden.cases) == list(alone.cases)
     assert target.content_key() == alone_target.content_key()
-    path = golden.cases.path
+    file = weakref.ref(golden.cases._file)
     del golden
     gc.collect()
-    assert not os.path.exists(path)  # the spool that adopted the other process's records removes the file
+    assert file() is None  # the spool that adopted the other process's records closes (frees) its file
 
 
 @pytest.mark.usefixtures("every_size")

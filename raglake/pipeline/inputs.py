@@ -61,10 +61,11 @@ def _load_side_by_side(settings: RunSettings, lake: Lake) -> tuple[GoldenSet, Ta
     cases: Spool[GoldenCase] = Spool(GoldenCase, "id")
     with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: what it prints never makes it wait
         process = subprocess.Popen(
-            [sys.executable, "-m", "raglake.golden_process", str(settings.golden), cases.path],
+            [sys.executable, "-m", "raglake.golden_process", str(settings.golden), str(cases.fileno())],
             stdout=subprocess.PIPE,
             stderr=stderr,
             env=_env(),
+            pass_fds=(cases.fileno(),),  # the spool's file has no name: the other process inherits it
         )
         return _collect(process, stderr, settings, lake, cases)
 
