@@ -62,8 +62,10 @@ class Spool(Sequence[M], Generic[M]):
     def __init__(self, model: type[M], id_field: str, *, into: int | None = None):
         self.model, self.id_field = model, id_field
         if into is None:
-            self._file: IO[bytes] | None = tempfile.TemporaryFile(prefix="raglake-spool-", suffix=".jsonl")
-            self._fd = self._file.fileno()  # closed with the file object, when the spool goes
+            # unbuffered: read and written only by position (os.pread / os.pwrite) on its descriptor, which
+            # is closed with the file object when the spool goes
+            self._file: IO[bytes] | None = tempfile.TemporaryFile(buffering=0, prefix="raglake-spool-")
+            self._fd = self._file.fileno()
         else:
             self._file, self._fd = None, into
             weakref.finalize(self, os.close, self._fd)
