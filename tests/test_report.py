@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import html
 import json
+import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -473,7 +474,9 @@ def test_chromium_draws_every_chart_offline(built, tmp_path):
     ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    # Chromium's own singleton folder goes to $TMPDIR, outside any --user-data-dir: the test's, not /tmp
+    service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": str(tmp_path)})
+    driver = webdriver.Chrome(service=service, options=options)
     try:
         url = built.reports["compare"].resolve().as_uri()
         driver.get(url)
