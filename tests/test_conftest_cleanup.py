@@ -16,7 +16,7 @@ def test_a_test_session_removes_its_prefect_home(tmp_path: Path) -> None:
     env.pop("PYTEST_XDIST_WORKER", None)
     (tmp_path / "tmp").mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          f"--basetemp={tmp_path / 'basetemp'}", "tests/test_bench_cli_scale.py::test_a_kept_work_folder_stays"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
