@@ -11,6 +11,7 @@ the child anyway. Prefect in this process then learns the server's URL as PREFEC
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import socket
 import subprocess
@@ -23,9 +24,10 @@ import httpx
 import prefect
 from prefect.client.orchestration import get_client
 from prefect.context import refresh_global_settings_context
+from prefect.logging.handlers import PrefectConsoleHandler
 from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
 
-from raglake.errors import ConfigError
+from raglake.errors import ConfigError, RaglakeError
 from raglake.prefect_settings import startup_hint
 
 _API_URL = "PREFECT_API_URL"
@@ -33,9 +35,40 @@ _lock = threading.Lock()
 _server: dict[str, object] = {}  # "process": the running server, "url": its API URL
 
 
+class _ClearErrors(logging.Filter):
+    """Leaves out of Prefect's console output its report of a flow or task run that failed with a raglake
+    error (the ERROR line and its traceback, then the task's "Finished in state Failed"): the command line
+    and `evaluate()` say that error in one line. Prefect's API (its UI) still gets every record, and with
+    --verbose (Prefect's level INFO or lower) the console does too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: set[str] = set()  # the runs whose failure was left out
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
+            return True
+        if logging.getLogger("prefect").getEffectiveLevel() <= logging.INFO:
+            return True
+        run = str(getattr(record, "task_run_id", None) or getattr(record, "flow_run_id", None))
+        if record.exc_info and isinstance(record.exc_info[1], RaglakeError):
+            self.failed.add(run)
+            return False
+        return not (run in self.failed and record.getMessage().startswith("Finished in state"))
+
+
+def quiet_clear_errors() -> None:
+    """Put _ClearErrors on Prefect's console handler (once; again after Prefect set its logging up anew)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(isinstance(f, _ClearErrors) for f in handler.filters):
+            handler.addFilter(_ClearErrors())
+
+
 def start_api() -> str:
     """The Prefect API the flows will use: PREFECT_API_URL when set (it must answer), else a temporary
-    (ephemeral) server, started now and named as PREFECT_API_URL for this process and its children."""
+    (ephemeral) server, started now and named as PREFECT_API_URL for this process and its children.
+    Prefect's console output of a run that fails with a raglake error is left to raglake (_ClearErrors)."""
+    quiet_clear_errors()
     with _lock:
         if "url" in _server:
             return str(_server["url"])

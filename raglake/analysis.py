@@ -4,13 +4,14 @@ across them), and trends."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from raglake.errors import ConfigError, UnknownNameError
+from raglake.errors import ConfigError, LakeError, UnknownNameError
 from raglake.lake.query import connect, fetch, run_query, scalar
 from raglake.lake.store import Lake
 from raglake.schemas import LATENCY_STAGES
@@ -80,16 +81,40 @@ def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:
     return by
 
 
-def resolve_run(con: duckdb.DuckDBPyConnection, spec: str) -> str:
-    """'latest', 'latest~1' (the one before), a full run id or an unambiguous prefix of one."""
+SELECTOR = re.compile(r"latest(?:~([0-9]+))?")  # exactly `latest` or `latest~N`; anything else names a run
+
+
+def is_selector(spec: str) -> bool:
+    """Whether `spec` picks a run by its age (`latest`, `latest~N`) rather than naming one."""
+    return SELECTOR.fullmatch(spec) is not None
+
+
+def missing_lake(lake: Lake) -> LakeError | None:
+    """The error for reading a lake that is not there (a mistyped --lake would otherwise print no rows), or None."""
+    if lake.exists():
+        return None
+    return LakeError(
+        f"no lake at {lake.url} (no runs/ folder there): point --lake or $RAGLAKE_LAKE at an existing lake, "
+        f"or make one with `raglake run --lake {lake.url}`"
+    )
+
+
+def resolve_run(con: duckdb.DuckDBPyConnection, spec: str, lake: Lake | None = None) -> str:
+    """'latest', 'latest~1' (the one before), a full run id or an unambiguous prefix of one. Only those
+    two forms are selectors: `latest0` or `latest-x` is a run id (or a prefix of one) like any other.
+    With `lake`, a lake that is not there says so."""
     runs = [r[0] for r in fetch(con, "SELECT run_id FROM run_order ORDER BY newest_rank")]
     if not runs:
+        missing = missing_lake(lake) if lake is not None else None
+        if missing is not None:
+            raise missing
         raise ConfigError("the lake has no runs yet; start with `raglake run`")
-    if spec.startswith("latest"):
-        back = spec.removeprefix("latest").removeprefix("~") or "0"
-        if not back.isdigit() or int(back) >= len(runs):
+    selector = SELECTOR.fullmatch(spec)
+    if selector:
+        back = int(selector.group(1) or 0)
+        if back >= len(runs):
             raise ConfigError(f"{spec!r}: the lake holds {len(runs)} run(s)")
-        return runs[int(back)]
+        return runs[back]
     if spec in runs:
         return spec
     matches = [r for r in runs if r.startswith(spec)]
@@ -125,7 +150,7 @@ class LakeQueries:
         self.con = connect(lake, registry)
 
     def run_ids(self, specs: Sequence[str]) -> list[str]:
-        return list(dict.fromkeys(resolve_run(self.con, s) for s in specs))
+        return list(dict.fromkeys(resolve_run(self.con, s, self.lake) for s in specs))
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
         return run_query(self.con, "runs", limit=limit).to_pylist()

@@ -12,6 +12,7 @@ from typing import Any
 
 from raglake.errors import ConfigError, InputError
 from raglake.importers import holds_capture, plain, record_shape, split_row
+from raglake.pipeline.settings import name_problem
 from raglake.records import Record, validate_record
 from raglake.schemas import Capture, GoldenCase
 from raglake.spool import iter_records
@@ -70,15 +71,32 @@ def _id(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+def check_name(name: object) -> str:
+    """`name=` labels the run's target and data set and names its staged files: never a path."""
+    problem = name_problem(name, "name") if isinstance(name, str) else f"name must be a string, got {name!r}"
+    if problem:
+        raise ConfigError(f"{problem} (it labels the run's target and data set)")
+    return name
+
+
+def _split(row: dict[str, Any], name: str, i: int) -> tuple[dict[str, Any], dict | None]:
+    """A row as (golden case, capture or None); a bad `contexts` is an InputError naming the row."""
+    try:
+        return split_row(row, f"{name}-{i:04d}", method=name)
+    except ValueError as e:  # raglake.importers: contexts that are not a list of strings
+        raise InputError(f"row {i} of the data", None, "contexts", str(e)) from None
+
+
 def stage_rows(rows: list[dict[str, Any]], name: str) -> Inputs:
     """Write the rows as `<name>.jsonl` (golden) and, when any row holds an answer or contexts,
     `<name>.captures.jsonl` (replay) in a temporary folder; every row is checked first."""
+    check_name(name)
     holds_answers = any(holds_capture(r) for r in rows)
     cases: list[GoldenCase] = []
     captures: list[Capture] = []
     seen: dict[str, int] = {}
     for i, row in enumerate(rows, start=1):
-        case, capture = split_row(row, f"{name}-{i:04d}", method=name)
+        case, capture = _split(row, name, i)
         case["id"] = _id(case["id"])
         checked = _checked(GoldenCase, case, i)
         if checked.id in seen:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from raglake.analysis import COMPARE_DIMENSIONS, LakeQueries, check_dimension, latest_per_target
+from raglake.analysis import COMPARE_DIMENSIONS, LakeQueries, check_dimension, latest_per_target, missing_lake
 from raglake.lake.query import run_query, run_sql
 from raglake.lake.store import Lake
 from raglake.metrics.registry import all_metrics
@@ -55,6 +55,13 @@ def wide_view(long: pd.DataFrame) -> pd.DataFrame:
     return cases.join(values).reset_index()
 
 
+def _or_missing(q: LakeQueries, rows: list[Any]) -> list[Any]:
+    """The rows, unless there are none because there is no lake at all (then its LakeError)."""
+    if not rows and (missing := missing_lake(q.lake)):
+        raise missing
+    return rows
+
+
 class LakeFrames:
     """One lake's questions, answered as DataFrames. Runs are named as in the CLI: a run id, an
     unambiguous prefix, `latest` or `latest~N`."""
@@ -73,8 +80,9 @@ class LakeFrames:
         return self.queries().run_ids([run])[0]
 
     def runs(self, limit: int = 50) -> pd.DataFrame:
-        """The committed runs, newest first."""
-        return frame(self.queries().runs(limit))
+        """The committed runs, newest first (a LakeError when there is no lake at the path)."""
+        q = self.queries()
+        return frame(_or_missing(q, q.runs(limit)))
 
     def breakdown(self, run: str | Sequence[str] | None = None, by: str = "category") -> pd.DataFrame:
         """Every case-level metric by slice: n, mean and the not-scored counts. `run`: one or several
@@ -82,7 +90,7 @@ class LakeFrames:
         q = self.queries()
         check_dimension(by)
         if run is None:
-            run_ids = latest_per_target(q.con) if by == "target" else q.run_ids(["latest"])
+            run_ids = _or_missing(q, latest_per_target(q.con)) if by == "target" else q.run_ids(["latest"])
         else:
             run_ids = q.run_ids([run] if isinstance(run, str) else list(run))
         return frame(q.breakdown(run_ids, by))
@@ -109,7 +117,8 @@ class LakeFrames:
 
     def trend(self, metric: str | None = None, target: str | None = None, by: str = "all") -> pd.DataFrame:
         """Metrics over runs, oldest first."""
-        return frame(self.queries().trend(metric, target, None, by))
+        q = self.queries()
+        return frame(_or_missing(q, q.trend(metric, target, None, by)))
 
     def sql(self, query: str) -> pd.DataFrame:
         """A read-only query over the lake's views (runs, cases, chunks, scores, scores_latest, labels,

@@ -13,6 +13,7 @@ from raglake.analysis import (
     DIMENSIONS,
     check_dimension,
     latest_per_target,
+    missing_lake,
     parse_fdr,
 )
 from raglake.cli import render
@@ -31,7 +32,11 @@ from raglake.pipeline.lakes import open_lake
 @app.command()
 def runs(lake: LakeOpt = None, limit: Annotated[int, typer.Option(help="How many runs to list.")] = 50) -> None:
     """List the runs in the lake, newest first."""
-    render.console.print(render.rows_table(open_lake(lake).runs(limit), "runs"))
+    q = open_lake(lake)
+    rows = q.runs(limit)
+    if not rows and (missing := missing_lake(q.lake)):
+        raise missing
+    render.console.print(render.rows_table(rows, "runs"))
 
 
 @app.command()
@@ -59,6 +64,8 @@ def breakdown(
     check_dimension(by)
     q = open_lake(lake)
     run_ids = q.run_ids(run) if run else (latest_per_target(q.con) if by == "target" else q.run_ids(["latest"]))
+    if not run_ids and (missing := missing_lake(q.lake)):  # --by target on a lake that is not there
+        raise missing
     chosen = split_option(metrics)
     q.check_metrics(chosen)
     rows = q.breakdown(run_ids, by)
@@ -161,7 +168,10 @@ def trend(
     lake: LakeOpt = None,
 ) -> None:
     """A metric over runs, oldest first."""
-    rows = open_lake(lake).trend(metric, target, None, by)
+    q = open_lake(lake)
+    rows = q.trend(metric, target, None, by)
+    if not rows and (missing := missing_lake(q.lake)):
+        raise missing
     render.console.print(render.rows_table(rows, "trend", 5000))
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from raglake import outputs
 from raglake.cli import render
 from raglake.cli.common import (
     LakeOpt,
@@ -39,10 +40,17 @@ def import_cmd(
     captures = load_imported_captures(source)
     if captures is None:
         raise ConfigError(f"{source} is already in raglake's own shape; nothing to import")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot make the folder {out_dir}: {e.strerror or e}") from None
     golden_path, captures_path = out_dir / f"{source.stem}.golden.jsonl", out_dir / f"{source.stem}.captures.jsonl"
-    golden_path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in golden.cases))
-    captures_path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for _, c in captures))
+    for path, what in ((golden_path, "the golden set"), (captures_path, "the captures")):
+        outputs.check_target(path, what)  # both, before either is written
+    with outputs.writing(golden_path, "the golden set") as f:
+        f.writelines(c.model_dump_json(exclude_defaults=True) + "\n" for c in golden.cases)
+    with outputs.writing(captures_path, "the captures") as f:
+        f.writelines(c.model_dump_json(exclude_defaults=True) + "\n" for _, c in captures)
     render.console.print(
         f"{len(golden.cases)} cases → {golden_path}\n{len(captures)} captures → {captures_path}\n"
         f"evaluate with: raglake run --golden {golden_path} --target replay:{captures_path}"

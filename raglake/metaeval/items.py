@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from raglake.errors import InputError, did_you_mean
+from raglake import outputs
+from raglake.errors import ConfigError, InputError, did_you_mean
 
 # label kind -> the yardstick (raglake.metrics.registry.YARDSTICKS) of the metrics held against it
 LABEL_KINDS = {
@@ -108,8 +109,11 @@ def read_items(path: str | Path) -> list[LabelledItem]:
 
 
 def write_items(path: str | Path, items: list[LabelledItem]) -> None:
-    """Items as JSONL (fields left at their defaults are left out)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with Path(path).open("w", encoding="utf-8") as f:
-        for item in items:
-            f.write(item.model_dump_json(exclude_defaults=True) + "\n")
+    """Items as JSONL (fields left at their defaults are left out), through raglake.outputs: never
+    through a link or onto a device, never a partial file."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot make the folder {Path(path).parent}: {e.strerror or e}") from None
+    with outputs.writing(path, "the labelled items") as f:
+        f.writelines(item.model_dump_json(exclude_defaults=True) + "\n" for item in items)

@@ -23,7 +23,7 @@ from raglake.metaeval.sources import SOURCES, convert
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, select_metrics
 from raglake.pipeline.plan import PROJECT_ROOT, results_dir
-from raglake.pipeline.settings import RUN_ID, DeviceName, JudgeSettings, MetricNames, ScoringSettings, _Settings
+from raglake.pipeline.settings import DeviceName, JudgeSettings, MetricNames, ScoringSettings, _Settings, name_problem
 from raglake.pipeline.staging import BatchRef, Store, stage_pairs
 from raglake.schemas import Capture, GoldenCase
 
@@ -53,8 +53,9 @@ class MetaevalSettings(_Settings):
     @field_validator("metaeval_id")
     @classmethod
     def _id(cls, value: str | None) -> str | None:
-        if value is not None and not RUN_ID.match(value):
-            raise ValueError(f"{value!r} must start with a letter and use only letters, digits, '.', '_' and '-'")
+        problem = None if value is None else name_problem(value, "metaeval id")
+        if problem:
+            raise ValueError(problem)
         return value
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from raglake.analysis import is_selector
 from raglake.embed.model import check_device, resolve_device
 from raglake.errors import ConfigError
 from raglake.judge.config import JudgeConfig, load_prices
@@ -35,7 +36,21 @@ def sample_path(*parts: str) -> str:
 SAMPLE_GOLDEN = sample_path("golden", "sample.jsonl")
 SAMPLE_CAPTURES = tuple(f"replay:{sample_path('captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
 DEFAULT_TARGET = f"builtin:{sample_path('corpus')}"
-RUN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
+RUN_ID_MAX = 128
+RUN_ID = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,127}")  # fullmatch: a folder name (partitions, caches), not a path
+
+
+def name_problem(value: str, what: str, *, run_id: bool = False) -> str | None:
+    """Why `value` cannot be a run id (`run_id`: nor a selector, `latest`) or a name raglake makes a file
+    name of (`what` says which), or None: 1 to 128 letters, digits, '.', '_' and '-', a letter first."""
+    if len(value) > RUN_ID_MAX:
+        return f"{what} {value[:24]!r}… is {len(value)} characters long; the limit is {RUN_ID_MAX}"
+    if not RUN_ID.fullmatch(value):  # not match: `$` would let a trailing newline through
+        return f"{what} {value!r} must start with a letter and use only letters, digits, '.', '_' and '-'"
+    if run_id and is_selector(value):
+        return f"{what} {value!r} is a run selector ('latest' names the newest run); choose another"
+    return None
+
 
 # CLI option of a settings field, where it is not "--" + the field name with dashes
 OPTION_NAMES = {
@@ -179,10 +194,9 @@ class RunSettings(_Settings):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, value: str | None) -> str | None:
-        if value is not None and not RUN_ID.match(value):
-            raise ValueError(
-                f"run id {value!r} must start with a letter and use only letters, digits, '.', '_' and '-'"
-            )
+        problem = None if value is None else name_problem(value, "run id", run_id=True)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 import raglake
-from raglake.errors import ConfigError
+from raglake import outputs
 from raglake.report import charts
 from raglake.report.data import BREAKDOWN_DIMENSIONS, ReportData
 from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue
@@ -124,26 +124,12 @@ def render(data: ReportData) -> str:
 
 
 def check_output(path: str | Path) -> Path:
-    """The report's path, checked before any work: its folder must exist, and it must not be a folder."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise ConfigError(f"cannot write the report to {path}: the folder {path.parent} does not exist")
-    if path.is_dir():
-        raise ConfigError(
-            f"cannot write the report to {path}: it is a folder; give a file name (e.g. {path / 'report.html'})"
-        )
-    return path
+    """The report's path, checked before any work (raglake.outputs.check_target): its folder exists, and it
+    is absent or a regular file, not a link, a folder or a device; `-` is standard output."""
+    return outputs.check_target(path, "the report")
 
 
 def write(data: ReportData, path: str | Path) -> Path:
-    """Render the report and write it (UTF-8) to `path` (through a temporary file, then a rename)."""
-    path = check_output(path)
-    html = render(data)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(html, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise ConfigError(f"cannot write the report to {path}: {e.strerror or e}") from None
-    return path
+    """Render the report and write it (UTF-8) to `path`, or `-` (standard output), through
+    raglake.outputs: a private temporary file, then a rename; never through a link, never a partial file."""
+    return outputs.write_text(check_output(path), render(data), "the report")
