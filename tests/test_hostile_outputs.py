@@ -300,6 +300,15 @@ def test_a_long_run_id_is_refused_for_its_length() -> None:
     assert "must start with a letter" not in str(caught.value)
 
 
+def test_a_metaeval_id_follows_the_same_rule() -> None:
+    from raglake.metaeval.plan import MetaevalSettings
+
+    with pytest.raises(ConfigError, match="selector"):  # `raglake metaeval --show latest` selects the newest
+        build(MetaevalSettings, metaeval_id="latest")
+    with pytest.raises(ConfigError, match="129 characters long; the limit is 128"):
+        build(MetaevalSettings, metaeval_id="m" * 129)
+
+
 # ---- probe 3: the API's name= is never a path ------------------------------------------------------
 
 

@@ -53,7 +53,7 @@ class MetaevalSettings(_Settings):
     @field_validator("metaeval_id")
     @classmethod
     def _id(cls, value: str | None) -> str | None:
-        problem = None if value is None else name_problem(value, "metaeval id")
+        problem = None if value is None else name_problem(value, "metaeval id", run_id=True)  # `--show latest` selects
         if problem:
             raise ValueError(problem)
         return value

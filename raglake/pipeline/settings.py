@@ -48,7 +48,7 @@ def name_problem(value: str, what: str, *, run_id: bool = False) -> str | None:
     if not RUN_ID.fullmatch(value):  # not match: `$` would let a trailing newline through
         return f"{what} {value!r} must start with a letter and use only letters, digits, '.', '_' and '-'"
     if run_id and is_selector(value):
-        return f"{what} {value!r} is a run selector ('latest' names the newest run); choose another"
+        return f"{what} {value!r} is a selector ('latest' names the newest one); choose another"
     return None
 
 
