@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import raglake
+import raglake.api.run
 from raglake import outputs
 from raglake.analysis import resolve_run
 from raglake.api.inputs import stage_rows
@@ -354,6 +355,22 @@ def test_api_bad_lake_is_a_raglake_error(tmp_path, where) -> None:
         raglake.evaluate(ROWS, lake=str(lake))
     with pytest.raises(LakeError, match=str(lake)):
         raglake.open_lake(str(lake)).runs()
+
+
+def test_api_read_only_lake_is_a_lake_error_before_any_work(tmp_path, monkeypatch) -> None:
+    """A read-only lake folder (simulated: the tests may run as root, whom a mode 0555 does not stop)."""
+    folder = tmp_path / "lake"
+    folder.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == folder else real(p, mode, **kw))
+
+    def flow(*args, **kwargs):
+        raise AssertionError("the run started: the read-only lake was found only when landing")
+
+    monkeypatch.setattr(raglake.api.run, "_run", flow)
+    with pytest.raises(LakeError, match=f"{folder} cannot be written"):
+        raglake.evaluate(ROWS, lake=str(folder))
+    assert list(folder.iterdir()) == []
 
 
 # ---- probe 6: a missing lake is named, not "(no rows)" ----------------------------------------------

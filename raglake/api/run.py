@@ -20,6 +20,7 @@ from raglake.errors import ConfigError, UnknownNameError
 from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate as evaluate_flow
 from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
+from raglake.lake.checks import check_lake_root
 from raglake.lake.store import Lake
 from raglake.pipeline.embedding import load_embedder_early
 from raglake.pipeline.plan import CHECKED, DEFAULT_TARGET, SAMPLE_GOLDEN, plan_run
@@ -91,6 +92,8 @@ def _settings(
 ) -> RunSettings:
     """The run's settings, checked and its inputs loaded (as `raglake run` does before Prefect starts)."""
     scoring = {**(options.pop("scoring", None) or {}), **{k: options.pop(k) for k in SCORING_OPTIONS if k in options}}
+    if lake is not None:
+        check_lake_root(lake, write=True)  # a file, a device or a read-only folder: a LakeError before any work
     settings = build(
         RunSettings,
         **options,
