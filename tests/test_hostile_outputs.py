@@ -218,6 +218,20 @@ def test_the_default_report_name_is_a_file_name_in_the_working_folder() -> None:
         assert "/" not in _file_safe(foreign) and "\n" not in _file_safe(foreign) and "\x00" not in _file_safe(foreign)
 
 
+def test_report_to_a_full_standard_output_is_one_line_on_stderr(lake, tmp_path) -> None:
+    """`raglake report latest -o - > /dev/full`: the error cannot go where errors go (stdout), so stderr."""
+    with open(_device(tmp_path), "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "raglake", "report", "latest", "-o", "-", "--lake", lake],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr == "error: cannot write the report to standard output: No space left on device\n"
+
+
 def test_report_folder_must_exist(lake, tmp_path, monkeypatch, capsys) -> None:
     result = _main(monkeypatch, capsys, "report", "latest", "-o", str(tmp_path / "no" / "r.html"), "--lake", lake)
     _one_line_error(*result, "does not exist")

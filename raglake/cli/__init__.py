@@ -22,7 +22,10 @@ def main() -> None:
     try:
         app()
     except RaglakeError as e:
-        render.console.print(f"[bold red]error:[/] {e}", highlight=False)
+        try:
+            render.console.print(f"[bold red]error:[/] {e}", highlight=False)
+        except OSError:  # standard output is what failed (`report -o - > /dev/full`): say it on stderr
+            print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     finally:  # the command is over: the loaded models and any judge session go with it
         ENCODERS.clear()
