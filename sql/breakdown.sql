@@ -26,7 +26,7 @@ aggregated AS (
         avg(sliced.value) FILTER (WHERE sliced.status = 'ok') AS mean,
         count(*) FILTER (WHERE sliced.status = 'undefined') AS n_undefined,
         count(*) FILTER (WHERE sliced.status = 'skipped') AS n_skipped,
-        count(*) FILTER (WHERE sliced.status IN ('judge_error', 'parse_error')) AS n_failed,
+        count(*) FILTER (WHERE sliced.status IN ('judge_error', 'parse_error', 'metric_error')) AS n_failed,
         mode(sliced.reason) FILTER (WHERE sliced.status <> 'ok') AS main_reason,
         count(*) AS n_rows
     FROM sliced

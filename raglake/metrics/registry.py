@@ -5,16 +5,22 @@ Flows, the CLI, the docs table and the SQL `metric_registry` view all read this 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from raglake.embed.texts import TEXT_KINDS
-from raglake.errors import UnknownNameError
+from raglake.errors import ConfigError, UnknownNameError
 from raglake.metrics.steps import JudgeStep
 
-STATUSES = ("ok", "undefined", "judge_error", "parse_error", "skipped")
-FAMILIES = ("retrieval", "label", "abstention", "embedding", "judge", "operational")
+# metric_error: a user's metric raised on the case (its reason holds the exception's type and message)
+STATUSES = ("ok", "undefined", "judge_error", "parse_error", "skipped", "metric_error")
+# custom: a user's own Python metric (raglake.metric); assertion: a deterministic check of the eval file or
+# of a question's own `assert:` list; a user's judge rubric is a judge metric
+FAMILIES = ("retrieval", "label", "abstention", "embedding", "judge", "operational", "custom", "assertion")
+# where a metric is defined: raglake itself, a user's plugin module, an installed package's entry point
+# (group `raglake.metrics`), a rubric or an assertion of an eval file
+ORIGINS = ("builtin", "plugin", "entry_point", "rubric", "assertion")
 LEVELS = ("case", "run")
 APPLIES_TO = ("all", "answerable", "unanswerable")
 # what people label that a metric can be held against (`raglake metaeval`, docs/metaeval.md): graded
@@ -118,6 +124,12 @@ class Metric:
     yardsticks: tuple[str, ...] = ()
     # its vectorised form over a whole batch (raglake.metrics.columnar), set by @columnar_form beside the metric
     columnar: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    origin: str = "builtin"  # ORIGINS
+    source: str | None = None  # where a user's metric is defined: a file (and line), a package, an eval file
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == "builtin"
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -137,6 +149,8 @@ class Metric:
             "inputs": ",".join(self.input_names),
             "description": self.description,
             "scale_view": self.scale_view,
+            "origin": self.origin,
+            "source": self.source,
         }
 
 
@@ -215,6 +229,31 @@ def columnar_form(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any
     return wrap
 
 
+def add_metric(metric: Metric) -> Metric:
+    """Register a user's metric object (a plugin's, an entry point's, a rubric's or an assertion's). It may
+    not take a built-in metric's name; registered again (a notebook cell run twice, an edited plugin
+    loaded again, the same eval file in a second run) it replaces the earlier definition."""
+    if metric.builtin:
+        raise ValueError(f"metric {metric.name!r}: add_metric registers a user's metric, not a built-in one")
+    if metric.family not in FAMILIES or metric.level not in LEVELS or metric.applies_to not in APPLIES_TO:
+        raise ValueError(f"bad metadata for metric {metric.name!r}: {metric.family=}, {metric.level=}")
+    if metric.origin not in ORIGINS:
+        raise UnknownNameError(f"origin of metric {metric.name!r}", metric.origin, ORIGINS)
+    earlier = _REGISTRY.get(metric.name)
+    if earlier is not None and earlier.builtin:
+        raise ConfigError(
+            f"metric {metric.name!r} ({metric.source or metric.origin}) has the name of a built-in metric; "
+            f"a user's metric may not shadow one: rename it"
+        )
+    if earlier is not None and earlier.origin != metric.origin:
+        raise ConfigError(
+            f"metric {metric.name!r} is defined twice: by {earlier.source or earlier.origin} and by "
+            f"{metric.source or metric.origin}; rename one"
+        )
+    _REGISTRY[metric.name] = metric
+    return metric
+
+
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
     """The registered metrics (raglake.metrics imports every built-in metric module, which registers them)."""
     chosen = [
@@ -231,10 +270,21 @@ def get_metric(name: str) -> Metric:
         raise UnknownNameError("metric", name, _REGISTRY) from None
 
 
-def select_metrics(names: list[str] | None, level: str = "case") -> list[Metric]:
-    """The named metrics (validated, with 'did you mean'), or every metric of the level."""
+def default_metrics(level: str = "case", extra: Collection[str] = ()) -> list[Metric]:
+    """What a run computes when it names no metrics: every built-in metric of the level, every metric of an
+    installed package's entry point, and `extra` (the user's metrics, rubrics and assertions of the run's
+    own eval file; another eval file's, registered earlier in this process, are not this run's)."""
+    return [
+        m
+        for m in all_metrics(level=level)
+        if m.origin in ("builtin", "entry_point") or m.name in extra
+    ]
+
+
+def select_metrics(names: list[str] | None, level: str = "case", extra: Collection[str] = ()) -> list[Metric]:
+    """The named metrics (validated, with 'did you mean'), or the level's default_metrics (with `extra`)."""
     if not names:
-        return all_metrics(level=level)
+        return default_metrics(level, extra)
     chosen = [get_metric(n) for n in names]
     wrong = [m.name for m in chosen if m.level != level]
     if wrong:
