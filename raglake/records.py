@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from raglake import textfiles
 from raglake.errors import InputError, did_you_mean
 from raglake.textfiles import LineIndex, element_offsets, member_offset, parse_json, parse_yaml, read_text, skip_ws
 
@@ -25,8 +26,9 @@ class Record:
     key_lines: dict[str, int] = field(default_factory=dict)
 
 
-def read_records(path: str | Path, *, list_key: str = "cases") -> list[Record]:
-    """Records of a .jsonl/.ndjson, .json (a list, or an object holding `list_key`) or .yaml file."""
+def read_records(path: str | Path, *, list_key: str = "cases", limit: bool = True) -> list[Record]:
+    """Records of a .jsonl/.ndjson, .json (a list, or an object holding `list_key`) or .yaml file. `limit`: a
+    JSONL line over raglake.textfiles.MAX_RECORD_BYTES is an InputError (raglake's own dumps are read at any length)."""
     path = Path(path)
     text = read_text(path)
     suffix = path.suffix.lower()
@@ -34,14 +36,16 @@ def read_records(path: str | Path, *, list_key: str = "cases") -> list[Record]:
         return _yaml_records(path, text, list_key)
     if suffix == ".json":
         return _json_list_records(path, text, list_key)
-    return _jsonl_records(path, text)
+    return _jsonl_records(path, text, textfiles.MAX_RECORD_BYTES if limit else None)
 
 
-def _jsonl_records(path: Path, text: str) -> list[Record]:
+def _jsonl_records(path: Path, text: str, limit: int | None) -> list[Record]:
     out = []
     for number, raw in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 & co. are legal in JSON strings
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
+        if size := textfiles.over(raw, limit):
+            raise textfiles.too_long(path, number, size)
         out.append(Record(number, parse_json(path, raw, number)))
     return out
 

@@ -17,6 +17,7 @@ from typing import IO, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
+from raglake import textfiles
 from raglake.importers import csv_records
 from raglake.records import Record, read_records
 from raglake.schemas import CANONICAL
@@ -27,7 +28,8 @@ M = TypeVar("M", bound=BaseModel)
 
 def iter_records(path: str | Path, *, list_key: str = "cases") -> Iterator[Record]:
     """read_records, one record at a time for .jsonl/.ndjson (and any suffix that is not JSON, YAML or
-    CSV); a .csv file's rows (raglake.importers.csv_records)."""
+    CSV); a .csv file's rows (raglake.importers.csv_records). A JSONL line over textfiles.MAX_RECORD_BYTES is
+    an InputError."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         yield from csv_records(path)
@@ -35,7 +37,7 @@ def iter_records(path: str | Path, *, list_key: str = "cases") -> Iterator[Recor
     if path.suffix.lower() in (".yaml", ".yml", ".json"):
         yield from read_records(path, list_key=list_key)
         return
-    for number, raw in iter_lines(path):
+    for number, raw in iter_lines(path, max_line=textfiles.MAX_RECORD_BYTES):
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
         yield Record(number, parse_json(path, raw, number))

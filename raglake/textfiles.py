@@ -17,6 +17,9 @@ import yaml
 from raglake.errors import InputError
 
 MAX_NESTING = 32  # levels of lists/objects in free-form values (metadata); far more than any real file
+# the longest record a JSONL input may hold, one line in bytes (README "Golden set"): a 64 MiB line costs about
+# 0.3 GB to read in bulk and score; read as a module attribute where it is used (a test lowers it)
+MAX_RECORD_BYTES = 64 << 20
 BOM = "\ufeff"
 _WS = re.compile(r"[ \t\n\r]*")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]|NaN|-?Infinity')
@@ -96,9 +99,24 @@ def decode(path: str | Path, data: bytes, first_line: int = 1) -> str:
     return text[1:] if first_line == 1 and text.startswith(BOM) else text
 
 
-def iter_lines(path: str | Path, chunk_bytes: int = 1 << 22) -> Iterator[tuple[int, str]]:
+def too_long(path: str | Path, line: int, size: int) -> InputError:
+    """The error for a record line of `size` bytes, over MAX_RECORD_BYTES."""
+    limit = f"{MAX_RECORD_BYTES / 2**20:g} MiB"
+    return InputError(str(path), line, None, f"the line is {size / 2**20:.1f} MiB; the limit is {limit} per record")
+
+
+def over(raw: str, limit: int | None) -> int:
+    """The UTF-8 length of the line `raw` when it is over `limit` bytes, else 0 (a short line is not encoded)."""
+    if limit is None or 4 * len(raw) <= limit:
+        return 0
+    size = len(raw.encode("utf-8"))
+    return size if size > limit else 0
+
+
+def iter_lines(path: str | Path, chunk_bytes: int = 1 << 22, max_line: int | None = None) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line of a file, read a few MB at a time (memory does not grow with
-    the file), with read_text's checks; lines are split at "\n" only, as records.read_records does."""
+    the file), with read_text's checks; lines are split at "\n" only, as records.read_records does. A line
+    over `max_line` bytes is an InputError (too_long), found before more than that is held."""
     path = _existing_file(path)
     line, rest = 1, b""
     try:
@@ -110,6 +128,8 @@ def iter_lines(path: str | Path, chunk_bytes: int = 1 << 22) -> Iterator[tuple[i
                     return
                 cut = len(data) if not chunk else data.rfind(b"\n") + 1
                 if cut == 0 and chunk:  # no line end yet: read on
+                    if max_line is not None and len(data) > max_line:
+                        raise too_long(path, line, len(data) + _to_line_end(f, chunk_bytes))
                     rest = data
                     continue
                 text, rest = decode(path, data[:cut], line), data[cut:]
@@ -117,12 +137,25 @@ def iter_lines(path: str | Path, chunk_bytes: int = 1 << 22) -> Iterator[tuple[i
                 if lines[-1] == "":  # the text ended with a line end (or was only a BOM)
                     lines.pop()
                 for i, raw in enumerate(lines):
+                    if size := over(raw, max_line):
+                        raise too_long(path, line + i, size)
                     yield line + i, raw
                 line += len(lines)
                 if not chunk:
                     return
     except OSError as e:
         raise InputError(str(path), None, None, f"cannot read the file: {e.strerror or e}") from None
+
+
+def _to_line_end(f: Any, chunk_bytes: int) -> int:
+    """How many bytes `f` holds before its next "\n" (or its end), read a chunk at a time and not kept."""
+    count = 0
+    while chunk := f.read(chunk_bytes):
+        end = chunk.find(b"\n")
+        if end >= 0:
+            return count + end
+        count += len(chunk)
+    return count
 
 
 def parse_json(path: str | Path, text: str, first_line: int = 1) -> Any:

@@ -54,8 +54,9 @@ class ColumnarBatch:
     def file_lines(self, cases_path: str | Path, captures_path: str | Path) -> tuple[Lines, Lines]:
         """The record lines of the two files the batch was read from: the bulk read's, or the files' own read
         again where the per-record path made the columns from models' dumps (which are not the lines)."""
-        golden = self.golden.lines if self.golden.models is None else read_lines(cases_path)
-        captures = self.captures.lines if self.captures.models is None else read_lines(captures_path)
+        # read once already (and held to the line limit then, where they are inputs)
+        golden = self.golden.lines if self.golden.models is None else read_lines(cases_path, limit=False)
+        captures = self.captures.lines if self.captures.models is None else read_lines(captures_path, limit=False)
         return golden, captures
 
     @cached_property

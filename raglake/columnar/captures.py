@@ -50,10 +50,10 @@ def read_capture_columns(path: str | Path, *, canonical: bool = False) -> Captur
     """A JSONL file of captures in raglake's shape as columns; an invalid one raises the per-record path's
     InputError (file, line, field). `canonical`: models' dumps (staged captures), taken as they are."""
     try:
-        lines = read_lines(path)
+        lines = read_lines(path, limit=not canonical)
         return capture_columns(read_table(lines, capture_schema), lines, normalise=not canonical)
     except BulkProblem:
-        records, context = read_records(path), CANONICAL if canonical else None
+        records, context = read_records(path, limit=not canonical), CANONICAL if canonical else None
         models = [validate_record(r, Capture, path, context) for r in records]
         return captures_from_models(str(path), models, [r.line for r in records])
 

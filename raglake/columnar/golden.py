@@ -89,14 +89,14 @@ def read_golden_columns(path: str | Path, *, canonical: bool = False) -> GoldenC
     InputError (file, line, field). `canonical`: the file holds models' dumps (a staged batch), whose values
     are taken as they are: normalising a normal value again can change it."""
     try:
-        lines = read_lines(path)
+        lines = read_lines(path, limit=not canonical)
         return golden_columns(read_table(lines, golden_schema, GOLDEN_FREE_FORM), lines, normalise=not canonical)
     except BulkProblem:
         return golden_from_models(str(path), *_validated(path, canonical))
 
 
 def _validated(path: str | Path, canonical: bool = False) -> tuple[list[GoldenCase], list[int]]:
-    records, context = read_records(path), CANONICAL if canonical else None
+    records, context = read_records(path, limit=not canonical), CANONICAL if canonical else None
     return [validate_record(r, GoldenCase, path, context) for r in records], [r.line for r in records]
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
+from raglake import textfiles
 from raglake.columnar.normalise import BulkProblem
 from raglake.columnar.schema import HEADING_FORMS, NOT_NULL_WITH_DEFAULT, heading_type
 from raglake.textfiles import BOM, MAX_NESTING, find_json_problem
@@ -22,7 +23,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _ODD_STARTS_BYTES = b"\n \t\r\x0b\x0c/"  # a line starting so may be blank or a comment: looked at in Python
 _ODD_STARTS = tuple(bytes([b]) for b in _ODD_STARTS_BYTES)
 _ODD_LINE = re.compile(rb"\n[" + re.escape(_ODD_STARTS_BYTES) + rb"]")
-BLOCK = 1 << 22
+BLOCK = 1 << 22  # pyarrow's JSON reader's block size, grown to the longest line where one is longer
 
 
 class Lines:
@@ -79,9 +80,16 @@ class Lines:
         return array
 
 
-def read_lines(path: str | Path) -> Lines:
-    """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem."""
-    path = Path(path)
+def read_lines(path: str | Path, *, limit: bool = True) -> Lines:
+    """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem. `limit`: a record
+    line over raglake.textfiles.MAX_RECORD_BYTES is an InputError (not for raglake's own dumps)."""
+    lines = _lines(Path(path))
+    if limit:
+        _check_lengths(lines, textfiles.MAX_RECORD_BYTES)
+    return lines
+
+
+def _lines(path: Path) -> Lines:
     if path.suffix.lower() in (".json", ".yaml", ".yml"):
         raise BulkProblem("not JSONL")
     try:
@@ -97,6 +105,37 @@ def read_lines(path: str | Path) -> Lines:
     if (starts[dropped] == ends[dropped]).all():  # empty lines only: pyarrow's reader passes over them
         return Lines(str(path), data, len(keep), (starts[keep], ends[keep], keep + 1))
     return _joined(str(path), [data[starts[i] : ends[i]] for i in keep.tolist()], keep + 1)
+
+
+def _may_hold_line_of(data: bytes, size: int) -> bool:
+    """False when no line of `data` is `size` bytes or longer: every aligned window of size // 2 bytes then
+    holds a "\n" (a line that long covers one whole), found by bytes.find stopping at a window's first."""
+    step = max(1, size // 2)
+    return any(data.find(b"\n", at, at + step) < 0 for at in range(0, len(data) - step + 1, step))
+
+
+def _longest(lines: Lines) -> int:
+    starts, ends = lines.spans()
+    return int((ends - starts).max()) if len(starts) else 0
+
+
+def _check_lengths(lines: Lines, limit: int) -> None:
+    """Every record line at most `limit` bytes, or an InputError naming the first longer one."""
+    if len(lines.data) <= limit or not _may_hold_line_of(lines.data, limit + 1):
+        return
+    starts, ends = lines.spans()
+    over = np.flatnonzero(ends - starts > limit)
+    if len(over):
+        row = int(over[0])
+        raise textfiles.too_long(lines.path, int(lines.numbers[row]), int(ends[row] - starts[row]))
+
+
+def _block_size(lines: Lines) -> int:
+    """BLOCK, or more than the longest line where one is longer (pyarrow's reader fails on a record that
+    straddles two blocks)."""
+    if len(lines.data) <= BLOCK or not _may_hold_line_of(lines.data, BLOCK):
+        return BLOCK
+    return max(BLOCK, _longest(lines) + 1)
 
 
 def _line_offsets(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -160,7 +199,7 @@ def read_table(lines: Lines, schema_for: Callable[[pa.DataType], pa.Schema], fre
         try:
             table = pj.read_json(
                 io.BytesIO(data),
-                read_options=pj.ReadOptions(block_size=BLOCK),
+                read_options=pj.ReadOptions(block_size=_block_size(lines)),
                 parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
