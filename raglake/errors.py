@@ -40,6 +40,10 @@ class LakeError(RaglakeError):
     """The lake cannot be read or written as asked."""
 
 
+class LakeWriteError(LakeError):
+    """A file of the lake or of the results location could not be written (a full disk, a read-only mount)."""
+
+
 class UnknownNameError(ConfigError):
     """A name (metric, run, dimension, target kind) that is not known, with a suggestion."""
 

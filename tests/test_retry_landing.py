@@ -45,7 +45,7 @@ def _raw_scores(lake_dir: str, run_id: str = RUN) -> list[dict]:
 
 def _failed_attempt(lake_dir: str, **options) -> None:
     blocker = _block_commit(lake_dir)
-    with pytest.raises(OSError):
+    with pytest.raises(LakeError, match=f"run {RUN} was not landed, nothing of it is visible: cannot write"):
         land(lake_dir, GOLDEN, TARGET, RUN, **options)
     assert not Lake(lake_dir).files("runs")  # nothing committed
     blocker.unlink()

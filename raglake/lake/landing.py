@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from raglake.errors import LakeError
+from raglake.errors import LakeError, LakeWriteError
+from raglake.lake.checks import check_lake_root
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
 
@@ -17,7 +18,8 @@ RUN_TABLES = tuple(name for name, spec in TABLES.items() if spec.partition == "r
 
 
 def is_committed(lake: Lake, run_id: str) -> bool:
-    return any(f"/{run_id}.parquet" in f.replace("\\", "/") for f in lake.files("runs"))
+    """Whether the run's runs file exists (sound or not: a damaged one still takes its id)."""
+    return any(f"/{run_id}.parquet" in f.replace("\\", "/") for f in lake.listed("runs"))
 
 
 def clear_uncommitted(lake: Lake, run_id: str) -> list[str]:
@@ -58,13 +60,24 @@ def land_run(
     run id), then the `runs_row`. A second
     process landing the same run at the same time makes this one fail with nothing committed."""
     _check(run_id, tables, runs_row)
+    if lake.is_local:
+        check_lake_root(lake.root, write=True)  # a read-only lake: said before any file is written
     stems = stems or {}
     clear_uncommitted(lake, run_id)
-    written = {lake.write(name, run_id, table, stems.get(name, run_id)) for name, table in tables.items()}
+    written = {_write(lake, run_id, name, table, stems.get(name, run_id)) for name, table in tables.items()}
     found = {f for name in RUN_TABLES for f in lake.partition_files(name, run_id)}
     if found != written or is_committed(lake, run_id):
         raise LakeError(
             f"another process is landing run {run_id} in {lake.url} at the same time; "
             "nothing was committed: run it again with another --run-id"
         )
-    lake.write("runs", run_date.isoformat(), runs_row, run_id)
+    _write(lake, run_id, "runs", runs_row, run_id, run_date.isoformat())
+
+
+def _write(lake: Lake, run_id: str, table: str, data: object, stem: str, partition: str | None = None) -> str:
+    """One file of the run; a failed write (a full disk) says that nothing of the run is visible: the
+    runs row, written last, is not there."""
+    try:
+        return lake.write(table, partition or run_id, data, stem)  # type: ignore[arg-type]
+    except LakeWriteError as e:
+        raise LakeWriteError(f"run {run_id} was not landed, nothing of it is visible: {e}") from None

@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from raglake.errors import ConfigError, LakeError, UnknownNameError
+from raglake.lake.checks import report
 from raglake.lake.layouts import current_columns, is_current
 from raglake.lake.resample import GROUPS_TYPE, resample_means_udf
 from raglake.lake.store import Lake
@@ -56,6 +57,31 @@ def _read(con: duckdb.DuckDBPyConnection, files: list[str], name: str) -> duckdb
     return rel.project(", ".join(current_columns(name, rel.columns, schema, lambda t: _sql_type(con, t))))
 
 
+def _view_files(con: duckdb.DuckDBPyConnection, lake: Lake) -> dict[str, list[str]]:
+    """Each table's files the views read, and the `runs` table: the sound files of committed runs. A
+    damaged or foreign file is left out with one warning line naming it (raglake.lake.checks); when it is
+    one of a run's own files the run is missing rows, so the whole run is left out (never shown with a
+    part of its rows); a stray file is left out alone. Files of uncommitted runs are not even checked."""
+    files: dict[str, list[str]] = {}
+    files["runs"], damaged = lake.survey("runs")
+    _read(con, files["runs"], "runs").create_view("_raw_runs")
+    con.execute("CREATE TEMP TABLE runs AS SELECT * FROM _raw_runs")
+    committed = {row[0] for row in fetch(con, "SELECT DISTINCT run_id FROM runs")}
+    for name, spec in TABLES.items():
+        if name != "runs":
+            keep = (lambda f: _partition_value(f) in committed) if spec.partition == "run_id" else None
+            files[name], found = lake.survey(name, keep)
+            damaged += found
+    left_out = report(damaged)
+    for name, spec in TABLES.items():
+        out = left_out.get(spec.partition)
+        if out:
+            files[name] = [f for f in files[name] if _partition_value(f) not in out]
+    if left_out.get("run_id"):
+        con.sql("DELETE FROM runs WHERE list_contains($out, run_id)", params={"out": sorted(left_out["run_id"])})
+    return files
+
+
 def _sql_type(con: duckdb.DuckDBPyConnection, arrow_type: pa.DataType) -> str:
     """DuckDB's name of an Arrow type (for a typed null)."""
     return str(con.from_arrow(pa.table({"x": pa.nulls(0, arrow_type)})).types[0])
@@ -81,19 +107,11 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
         con.register_filesystem(lake.fs)
     con.execute("SET parquet_metadata_cache = true")
     con.execute("SET enable_progress_bar = false")  # the CLI prints its own output
-    readable = lake.files("runs")
-    _read(con, readable, "runs").create_view("_raw_runs")
-    con.execute("CREATE TEMP TABLE runs AS SELECT * FROM _raw_runs")
-    committed = {row[0] for row in fetch(con, "SELECT DISTINCT run_id FROM runs")}
-    for name, spec in TABLES.items():
-        if name == "runs":
-            continue
-        files = lake.files(name)
-        if spec.partition == "run_id":
-            files = [f for f in files if _partition_value(f) in committed]
-        # judge_calls: paid for whether or not the run finished, so always visible
-        _read(con, files, name).create_view(name)
-        readable += files
+    files = _view_files(con, lake)
+    readable = [f for table_files in files.values() for f in table_files]
+    for name in TABLES:
+        if name != "runs":  # judge_calls: paid for whether or not the run finished, so always visible
+            _read(con, files[name], name).create_view(name)
     if registry is not None:
         con.from_arrow(registry).create_view("metric_registry")
     con.create_function(

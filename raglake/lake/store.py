@@ -1,19 +1,21 @@
 """The lake on a filesystem (a local folder or any fsspec URL): append-only, atomic file writes,
-and the listing of a table's committed files."""
+and the listing of a table's committed files (the sound ones: raglake.lake.checks)."""
 
 from __future__ import annotations
 
 import os
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raglake.errors import LakeError
+from raglake.errors import LakeError, LakeWriteError
+from raglake.lake.checks import Damage, check_lake_root, report, survey
 from raglake.lake.tables import TABLES, TableSpec
 
 DEFAULT_LAKE = "data/lake"
@@ -46,6 +48,7 @@ def lake_root(explicit: str | None = None) -> str:
 class Lake:
     def __init__(self, root: str | Path | None = None):
         self.url = str(lake_root(str(root) if root else None))
+        check_lake_root(self.url)  # a file or a device: one clear line, not a traceback from deep inside
         self.fs, self.root = fsspec.core.url_to_fs(self.url)
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self.is_local = "file" in protocols
@@ -77,16 +80,25 @@ class Lake:
         if self.fs.exists(final) and not replace_uncommitted:
             raise LakeError(f"{final} already exists; the lake is append-only")
         tmp = f"{folder}/.{stem}.{uuid.uuid4().hex[:8]}.parquet.tmp"
-        self.fs.makedirs(folder, exist_ok=True)
         try:
+            self.fs.makedirs(folder, exist_ok=True)
             with self.fs.open(tmp, "wb") as f, pq.ParquetWriter(f, spec.schema, compression="zstd") as writer:
                 for group in _row_groups(table, [data] if isinstance(data, pa.Table) else data):
                     writer.write_table(group)
             self._publish(tmp, final, replace_uncommitted)
+        except OSError as e:  # a full disk, a read-only mount: one line naming the file
+            raise LakeWriteError(f"cannot write {final}: {e.strerror or e}") from None
         finally:
+            self._discard(tmp)
+        return final
+
+    def _discard(self, tmp: str) -> None:
+        """Remove a temp file if it is there (after a failed write too: a full disk still lets it go)."""
+        try:
             if self.fs.exists(tmp):
                 self.fs.rm(tmp)
-        return final
+        except OSError as e:
+            raise LakeWriteError(f"cannot remove the temp file {tmp}: {e.strerror or e}") from None
 
     def rewrite(self, table: str, partition_value: str, data: pa.Table, stem: str) -> str:
         """Replace an existing file by a new one of the same name, atomically (temp file, then a rename
@@ -120,16 +132,43 @@ class Lake:
         for path in paths:
             self.fs.rm(path)
 
-    def files(self, table: str) -> list[str]:
-        """Every committed parquet file of a table (temporary files are never listed)."""
+    def _listing(self, table: str) -> dict[str, dict[str, Any]]:
+        """A table's committed-name parquet files (temporary files are never listed), path -> fsspec info."""
         spec = TABLES[table]
         pattern = f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}=*/*.parquet"
-        found = sorted(self.fs.glob(pattern))
-        return found if self.is_local else [self.fs.unstrip_protocol(f) for f in found]
+        found = self.fs.glob(pattern, detail=True)
+        return found if isinstance(found, dict) else {f: self.fs.info(f) for f in found}
+
+    def _url(self, path: str) -> str:
+        return path if self.is_local else self.fs.unstrip_protocol(path)
+
+    def _urls(self, paths: Iterable[str]) -> list[str]:
+        return [self._url(p) for p in sorted(paths)]
+
+    def listed(self, table: str) -> list[str]:
+        """Every committed-name parquet file of a table, sound or not (temporary files are never listed)."""
+        return self._urls(self._listing(table))
+
+    def survey(self, table: str, keep: Callable[[str], bool] | None = None) -> tuple[list[str], list[Damage]]:
+        """Of a table's files (those `keep` selects, given each path), the sound ones and the damaged or
+        foreign ones with the reason (raglake.lake.checks: footer and schema, checked once per file version)."""
+        listing = self._listing(table)
+        chosen = {p: info for p, info in listing.items() if keep is None or keep(self._url(p))}
+        sound, damaged = survey(self.fs, table, chosen, local=self.is_local)
+        if not self.is_local:
+            damaged = [Damage(self._url(d.path), d.table, d.reason, d.unit) for d in damaged]
+        return self._urls(sound), damaged
+
+    def files(self, table: str) -> list[str]:
+        """Every committed, sound parquet file of a table: a damaged or foreign one is left out with one
+        warning line naming it (raglake.lake.query.connect also leaves out the run it belongs to)."""
+        sound, damaged = self.survey(table)
+        report(damaged)
+        return sound
 
     def exists(self) -> bool:
         return self.fs.exists(f"{self.root.rstrip('/')}/runs")
 
     def snapshot(self) -> dict[str, int]:
-        """Number of files per table (tests use it to prove a failed run landed nothing)."""
-        return {t: len(self.files(t)) for t in TABLES}
+        """Number of files per table, sound or not (tests use it to prove a failed run landed nothing)."""
+        return {t: len(self.listed(t)) for t in TABLES}
