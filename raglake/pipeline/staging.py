@@ -6,14 +6,22 @@ file (each is written under a temporary name, then renamed).
 
     <results>/batches/<sha[:2]>/<sha>.cases.jsonl   a batch of golden cases (GoldenCase JSON, one a line)
     <results>/captures/<key[:2]>/<key>.jsonl        the captures of a batch (Capture JSON, same order)
+    <results>/captures/<key[:2]>/<key>.sha256       their sha256, written after them
     <results>/judged/<run>/<sha>.json               the judge's outcomes for a batch's cases (one run)
-    <results>/scored/<key[:2]>/<key>/{cases,scores,labels,chunks}.parquet   a scored batch; `_done` last
-"""
+    <results>/scored/<key[:2]>/<key>/{cases,scores,labels,chunks,sentence_scores}.parquet   a scored batch;
+        `_done` last, holding the row counts and each table's sha256
+
+Nothing staged is trusted on its name: a file found again is used only when its bytes still have the
+sha256 recorded when it was written (the name, for the files named by it; the `.sha256` marker or `_done`
+for the others); one that does not (changed, cut short, emptied) is staged anew, with one warning naming
+it. Reading a file a reference points at checks it too. A reuse touches the file (or its marker), so
+`raglake gc` (raglake.pipeline.gc) can tell what was used lately."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
@@ -26,6 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raglake.columnar.batch import ColumnarBatch
+from raglake.errors import LakeError, LakeWriteError
+from raglake.lake.checks import parquet_reason, warn
 from raglake.metrics.steps import StepOutcome
 from raglake.schemas import CANONICAL, Capture, GoldenCase
 from raglake.spool import Spool
@@ -65,28 +75,75 @@ class Store:
     def exists(self, relative: str) -> bool:
         return self.fs.exists(self.path(relative))
 
-    def put(self, relative: str, data: bytes) -> None:
-        """Write `data` under a temporary name, then rename it into place (readers see all or nothing)."""
+    def put(self, relative: str, data: bytes) -> str:
+        """Write `data` under a temporary name, then rename it into place (readers see all or nothing);
+        returns its sha256. A full disk or a read-only folder is one LakeWriteError naming the file."""
         final = self.path(relative)
         folder = final.rsplit("/", 1)[0]
-        self.fs.makedirs(folder, exist_ok=True)
         tmp = f"{folder}/.{uuid.uuid4().hex[:12]}.tmp"
-        with self.fs.open(tmp, "wb") as f:
-            f.write(data)
-        self.fs.mv(tmp, final)
+        try:
+            self.fs.makedirs(folder, exist_ok=True)
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+            self.fs.mv(tmp, final)
+        except OSError as e:
+            if self.fs.exists(tmp):
+                self.fs.rm(tmp)
+            raise LakeWriteError(f"cannot write the staged file {final}: {e.strerror or e}") from None
+        return sha256(data)
 
     def get(self, relative: str) -> bytes:
         with self.fs.open(self.path(relative), "rb") as f:
             return f.read()
 
-    def put_table(self, relative: str, table: pa.Table) -> None:
+    def verified(self, relative: str, digest: str | None, what: str) -> bytes | None:
+        """The file's bytes when it is there and still has sha256 `digest`; else None, with one warning
+        when a file is there but does not match (`what` says what happens instead). A match is touched."""
+        if digest is None or not self.exists(relative):
+            return None
+        data = self.get(relative)
+        if sha256(data) != digest:
+            warn(
+                f"staged file {self.path(relative)} does not match the sha256 recorded when it was written "
+                f"(changed, cut short or emptied): not used, {what}"
+            )
+            return None
+        self.touch(relative)
+        return data
+
+    def checked(self, relative: str, digest: str | None) -> bytes:
+        """The bytes of a file a reference points at, which must still have its sha256 `digest`."""
+        data = self.get(relative)
+        if digest is not None and sha256(data) != digest:
+            raise LakeError(
+                f"staged file {self.path(relative)} changed since this run wrote it (its sha256 no longer "
+                "matches): run again, it is staged anew"
+            )
+        return data
+
+    def touch(self, relative: str) -> None:
+        """Mark a staged file as used now (its modification time: what `raglake gc` keeps by)."""
+        try:
+            if "file" in _protocols(self.fs):
+                os.utime(self.path(relative))
+            else:
+                self.fs.touch(self.path(relative), truncate=False)
+        except (NotImplementedError, ValueError, OSError):
+            return  # a store that cannot touch: gc then goes by when the file was written
+
+    def put_table(self, relative: str, table: pa.Table) -> str:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, **STAGED_PARQUET)
-        self.put(relative, sink.getvalue().to_pybytes())
+        return self.put(relative, sink.getvalue().to_pybytes())
 
     def get_table(self, relative: str, columns: list[str] | None = None) -> pa.Table:
-        with self.fs.open(self.path(relative), "rb") as f:
-            return pq.read_table(f, columns=columns)
+        try:
+            with self.fs.open(self.path(relative), "rb") as f:
+                return pq.read_table(f, columns=columns)
+        except (pa.ArrowException, OSError) as e:
+            raise LakeError(
+                f"staged file {self.path(relative)} cannot be read ({parquet_reason(e)}): run again, it is staged anew"
+            ) from None
 
 
 def _protocols(fs: Any) -> tuple[str, ...]:
@@ -117,12 +174,12 @@ class BatchRef:
     def read_cases(self) -> list[GoldenCase]:
         return [
             GoldenCase.model_validate_json(line, context=CANONICAL)
-            for line in staged_lines(self.store().get(self.cases))
+            for line in staged_lines(self.store().checked(self.cases, self.cases_key))
         ]
 
     def case_ids(self) -> list[str]:
         """The batch's case ids, in order (a JSON parse of each line, no model)."""
-        return [json.loads(line)["id"] for line in staged_lines(self.store().get(self.cases))]
+        return [json.loads(line)["id"] for line in staged_lines(self.store().checked(self.cases, self.cases_key))]
 
     def captured(self) -> str:
         """Where the batch's captures are staged (a ValueError before they are)."""
@@ -133,14 +190,14 @@ class BatchRef:
     def read_captures(self) -> list[Capture]:
         return [
             Capture.model_validate_json(line, context=CANONICAL)
-            for line in staged_lines(self.store().get(self.captured()))
+            for line in staged_lines(self.store().checked(self.captured(), self.captures_key))
         ]
 
     def read_judged(self) -> dict[str, dict[str, StepOutcome]] | None:
         """The judge's outcomes for these cases; None when no judge was configured."""
         if self.judged is None:
             return None
-        raw = json.loads(self.store().get(self.judged))
+        raw = json.loads(self.store().checked(self.judged, self.judged_key))
         return {cid: {step: StepOutcome(**o) for step, o in steps.items()} for cid, steps in raw.items()}
 
     def with_captures(self, path: str, key: str) -> BatchRef:
@@ -184,7 +241,7 @@ def stage_cases(results: str, cases: Sequence[GoldenCase], batch_size: int) -> l
         data = cases.raw(start, stop) if isinstance(cases, Spool) else jsonl(cases[start:stop])
         key = sha256(data)
         path = f"batches/{key[:2]}/{key}.cases.jsonl"
-        if not store.exists(path):
+        if store.verified(path, key, "written again") is None:
             store.put(path, data)
         refs.append(BatchRef(store.url, index, stop - start, path, key))
     return refs
@@ -206,21 +263,32 @@ def stage_captures(batch: BatchRef, key: str, captures: Sequence[Capture] | byte
     """Write a batch's captures (models, or their canonical JSON lines) under their content key `key`
     (see raglake.pipeline.plan.capture_key)."""
     data = captures if isinstance(captures, bytes) else jsonl(captures)
-    path = captured_path(key)
-    batch.store().put(path, data)
-    return batch.with_captures(path, sha256(data))
+    path, store = captured_path(key), batch.store()
+    digest = store.put(path, data)
+    store.put(captured_marker(key), digest.encode())  # last: captures without it are never reused
+    return batch.with_captures(path, digest)
 
 
 def captured_path(key: str) -> str:
     return f"captures/{key[:2]}/{key}.jsonl"
 
 
+def captured_marker(key: str) -> str:
+    """The captures' sha256, written after them."""
+    return f"captures/{key[:2]}/{key}.sha256"
+
+
 def staged_captures(batch: BatchRef, key: str) -> BatchRef | None:
-    """The batch with the captures an earlier attempt staged under `key`, or None."""
-    path, store = captured_path(key), batch.store()
-    if not store.exists(path):
+    """The batch with the captures an earlier attempt staged under `key` (their bytes still those whose
+    sha256 the marker holds), or None."""
+    path, marker, store = captured_path(key), captured_marker(key), batch.store()
+    if not store.exists(marker):
+        return None  # never finished (or staged before the markers): captured again
+    digest = store.get(marker).decode("ascii", "replace").strip()
+    if store.verified(path, digest, "captured again") is None:
         return None
-    return batch.with_captures(path, sha256(store.get(path)))
+    store.touch(marker)
+    return batch.with_captures(path, digest)
 
 
 def stage_judged(batch: BatchRef, run_id: str, outcomes: dict[str, dict[str, StepOutcome]]) -> BatchRef:
@@ -233,7 +301,7 @@ def stage_judged(batch: BatchRef, run_id: str, outcomes: dict[str, dict[str, Ste
     key = sha256(data)
     path = f"judged/{run_id}/{key}.json"
     store = batch.store()
-    if not store.exists(path):
+    if store.verified(path, key, "written again") is None:
         store.put(path, data)
     return replace(batch, judged=path, judged_key=key)
 
@@ -257,19 +325,29 @@ def scored_folder(key: str) -> str:
 
 
 def find_scored(results: str, index: int, key: str) -> ScoredRef | None:
-    """The scored batch an earlier run or attempt staged under `key` (complete: `_done` is written last)."""
+    """The scored batch an earlier run or attempt staged under `key`: complete (`_done` is written last)
+    and every table still the bytes whose sha256 `_done` holds; else None (it is scored again)."""
     store, folder = Store(results), scored_folder(key)
     if not store.exists(f"{folder}/_done"):
         return None
-    counts = json.loads(store.get(f"{folder}/_done"))
-    return ScoredRef(store.url, index, folder, counts["cases"], counts["scores"])
+    try:
+        done = json.loads(store.get(f"{folder}/_done"))
+        digests = done.get("sha256") or {}
+    except (ValueError, AttributeError):
+        done, digests = {}, {}
+    if sorted(digests) != sorted(SCORED_TABLES):  # staged before the digests (or a damaged marker)
+        return None
+    for name in SCORED_TABLES:
+        if store.verified(f"{folder}/{name}.parquet", digests[name], "the batch is scored again") is None:
+            return None
+    store.touch(f"{folder}/_done")
+    return ScoredRef(store.url, index, folder, done["cases"], done["scores"])
 
 
 def stage_scored(results: str, index: int, key: str, tables: dict[str, pa.Table]) -> ScoredRef:
-    """Write a scored batch's tables, then its `_done` marker with the row counts."""
+    """Write a scored batch's tables, then its `_done` marker with the row counts and each table's sha256."""
     store, folder = Store(results), scored_folder(key)
-    for name in SCORED_TABLES:
-        store.put_table(f"{folder}/{name}.parquet", tables[name])
+    digests = {name: store.put_table(f"{folder}/{name}.parquet", tables[name]) for name in SCORED_TABLES}
     counts = {"cases": tables["cases"].num_rows, "scores": tables["scores"].num_rows}
-    store.put(f"{folder}/_done", json.dumps(counts).encode())
+    store.put(f"{folder}/_done", json.dumps({**counts, "sha256": digests}).encode())
     return ScoredRef(store.url, index, folder, counts["cases"], counts["scores"])
