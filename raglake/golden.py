@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from raglake.errors import InputError, did_you_mean
-from raglake.importers import record_shape, split_record
+from raglake.importers import META_PREFIX, missing_question, near_miss, record_shape, split_record
 from raglake.records import Record, read_records, validate_record
 from raglake.schemas import Capture, CaseLabels, GoldenCase
 from raglake.spool import Spool, SpoolIndex, iter_records
@@ -52,6 +52,18 @@ def content_hash(models: Iterable[BaseModel]) -> str:
 
 
 def _imported(record: Record, path: Path, index: int) -> tuple[dict, dict]:
+    """A generic or RAGAS record as (case, capture); a column that looks like a typo of one raglake reads is
+    an InputError naming file, line and column (a column of one's own is named meta_*)."""
+    if isinstance(record.data, dict):
+        for column in record.data:
+            meant = near_miss(str(column))
+            if meant is not None:
+                raise InputError(
+                    str(path),
+                    record.key_lines.get(column, record.line),
+                    str(column),
+                    f"unknown column (did you mean {meant!r}?); a column of your own: name it {META_PREFIX}{column}",
+                )
     try:
         return split_record(record.data, f"{path.stem}-{index:04d}")
     except ValueError as e:
@@ -71,6 +83,8 @@ def _spool_cases(path: Path, cases: Spool[GoldenCase]) -> str:
     h = hashlib.sha256()
     for index, record in enumerate(iter_records(path), start=1):
         if record_shape(record.data):
+            if (missing := missing_question(record.data)) is not None:
+                raise InputError(str(path), record.line, "question", missing)
             record = Record(record.line, _imported(record, path, index)[0], record.key_lines)
         case = validate_record(record, GoldenCase, path)
         first = cases.position(case.id)

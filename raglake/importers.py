@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ast
 import csv
+import difflib
 import io
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,43 @@ KNOWN = frozenset(
     {name for names in ALIASES.values() for name in names}
     | {*CASE_FIELDS, *CAPTURE_FIELDS, "metadata", "method", "retrieved"}
 )
+# other columns of RAGAS' samples and test sets, kept in the case's metadata without a word (a few are close
+# to a name raglake reads: retrieved_context_ids to retrieved_contexts)
+PASSTHROUGH = frozenset(
+    {
+        "reference_contexts",
+        "retrieved_context_ids",
+        "reference_context_ids",
+        "multi_responses",
+        "rubrics",
+        "synthesizer_name",
+        "persona_name",
+        "query_style",
+        "query_length",
+    }
+)
+# a column named so is the user's own, kept in the case's metadata under its name, however close to a known one
+META_PREFIX = "meta_"
+# how close (difflib's ratio, lower-cased) a column must be to a known name to be taken for a typo of it:
+# retrieved_context, answers, Question, contxts, label are; context_recall (0.64), answer_relevancy (0.62) not
+NEAR_MISS = 0.8
+
+
+def near_miss(column: str, extra: Collection[str] = ()) -> str | None:
+    """The known name `column` looks like a typo of, or None: a column raglake reads, one of RAGAS', one
+    in `extra` or one starting `meta_` is never a typo, nor one that is close to no known name."""
+    if column in KNOWN or column in PASSTHROUGH or column in extra or column.startswith(META_PREFIX):
+        return None
+    close = difflib.get_close_matches(column.lower(), sorted(KNOWN), n=1, cutoff=NEAR_MISS)
+    return close[0] if close else None
+
+
+def missing_question(columns: Collection[str]) -> str | None:
+    """What to say when none of `columns` holds the question, or None."""
+    if any(name in columns for name in ALIASES["question"]):
+        return None
+    first, *others = ALIASES["question"]
+    return f"no question: give it as {first!r} (or {', '.join(map(repr, others))})"
 
 
 def record_shape(data: Any) -> str | None:

@@ -4,14 +4,24 @@ temporary folder; a path is used as it is. Nothing of the data travels as a task
 
 from __future__ import annotations
 
+import itertools
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from raglake.errors import ConfigError, InputError
-from raglake.importers import holds_capture, plain, record_shape, split_row
+from raglake.importers import (
+    ALIASES,
+    META_PREFIX,
+    holds_capture,
+    missing_question,
+    near_miss,
+    plain,
+    record_shape,
+    split_row,
+)
 from raglake.pipeline.settings import name_problem
 from raglake.records import Record, validate_record
 from raglake.schemas import Capture, GoldenCase
@@ -87,10 +97,44 @@ def _split(row: dict[str, Any], name: str, i: int) -> tuple[dict[str, Any], dict
         raise InputError(f"row {i} of the data", None, "contexts", str(e)) from None
 
 
-def stage_rows(rows: list[dict[str, Any]], name: str) -> Inputs:
+NO_ANSWERS = (
+    f"holds contexts but no answer (no {' or '.join(map(repr, ALIASES['answer']))} column): add the answers your "
+    f"system gave, or drop the contexts and give target= (e.g. 'http:my_service.yaml') for a system to answer the "
+    f"questions"
+)
+
+
+def holds_answer(row: dict[str, Any]) -> bool:
+    return any(row.get(name) is not None for name in ALIASES["answer"])
+
+
+def check_columns(rows: list[dict[str, Any]], extra: Sequence[str] = ()) -> None:
+    """The data's columns as a whole, before any row: one that looks like a typo of a column raglake reads
+    (unless in `extra` or named meta_*), no question column, or contexts without any answer."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    for column in columns:
+        meant = near_miss(column, extra)
+        if meant is not None:
+            raise InputError(
+                "the data",
+                None,
+                column,
+                f"unknown column (did you mean {meant!r}?); to keep a column of your own in the cases' metadata, "
+                f"list it in extra_columns=[...] or name it {META_PREFIX}{column}",
+            )
+    missing = missing_question(columns)
+    if missing is not None:
+        raise InputError("the data", None, "question", missing)
+    if not any(name in columns for name in ALIASES["answer"]) and any(holds_capture(r) for r in rows):
+        raise ConfigError(f"the data {NO_ANSWERS}")
+
+
+def stage_rows(rows: list[dict[str, Any]], name: str, extra_columns: Sequence[str] = ()) -> Inputs:
     """Write the rows as `<name>.jsonl` (golden) and, when any row holds an answer or contexts,
-    `<name>.captures.jsonl` (replay) in a temporary folder; every row is checked first."""
+    `<name>.captures.jsonl` (replay) in a temporary folder; the columns (check_columns), then every row,
+    are checked first."""
     check_name(name)
+    check_columns(rows, extra_columns)
     holds_answers = any(holds_capture(r) for r in rows)
     cases: list[GoldenCase] = []
     captures: list[Capture] = []
@@ -121,16 +165,26 @@ def stage_rows(rows: list[dict[str, Any]], name: str) -> Inputs:
 def file_inputs(path: str | Path) -> Inputs:
     """A golden-set file as it is; a file of another tool's shape (it holds the answers) is its own
     replay target too."""
-    first = next(iter(iter_records(Path(path))), None)
-    return Inputs(str(path), f"replay:{path}" if first is not None and record_shape(first.data) else None)
+    records = iter(iter_records(Path(path)))
+    first = next(records, None)
+    if first is None or not record_shape(first.data):
+        return Inputs(str(path), None)
+    if not any(isinstance(r.data, dict) and holds_answer(r.data) for r in itertools.chain([first], records)):
+        raise ConfigError(f"{path}: {NO_ANSWERS}")
+    return Inputs(str(path), f"replay:{path}")
 
 
-def inputs_for(data: Any, golden: str | Path | None, name: str) -> Inputs:
-    """The files of an evaluation: from `data` (rows or a path) or from `golden` (a path)."""
+def inputs_for(data: Any, golden: str | Path | None, name: str, extra_columns: Sequence[str] = ()) -> Inputs:
+    """The files of an evaluation: from `data` (rows or a path) or from `golden` (a path). `extra_columns`:
+    columns of the rows kept in the cases' metadata however close their names are to one raglake reads."""
     if data is not None and golden is not None:
         raise ConfigError("give the data or golden=PATH, not both")
+    if isinstance(extra_columns, str):
+        extra_columns = [extra_columns]
+    if extra_columns and (data is None or isinstance(data, (str, Path))):
+        raise ConfigError(f"extra_columns= is for rows (a DataFrame); a file's own columns are named {META_PREFIX}*")
     if data is None:
         return Inputs(str(golden), None) if golden is not None else Inputs("", None)
     if isinstance(data, (str, Path)):
         return file_inputs(data)
-    return stage_rows(rows_of(data), name)
+    return stage_rows(rows_of(data), name, extra_columns)

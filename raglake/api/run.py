@@ -52,6 +52,7 @@ def evaluate(
     lake: str | Path | None = None,
     judge: str | Mapping[str, Any] | JudgeSettings | None = None,
     name: str = "dataframe",
+    extra_columns: Sequence[str] = (),
     verbose: bool = False,
     show_progress: bool = False,
     **options: Any,
@@ -65,14 +66,16 @@ def evaluate(
     (default the bundled sample) against `target` (default the builtin RAG), as `raglake run`.
     `lake`: default a temporary lake shared by this process's calls. `judge`: None, "local" or
     {"base_url": …, "model": …, …} (the fields of `raglake run`'s --judge-* options). `name` labels
-    the run's target and dataset when the data is rows. Other options: `raglake run`'s, by their
+    the run's target and dataset when the data is rows. `extra_columns`: columns of the rows to keep in
+    the cases' metadata although their names are close to one raglake reads (else "did you mean"; a column
+    named meta_* is kept too). Other options: `raglake run`'s, by their
     field names (run_id, labels, require_snippets, batch_size, embedder, device, runner, results,
     theta_s, theta_h, bertscore_layer, bertscore_idf, spot_check)."""
     prefect_settings.apply(verbose=verbose)  # the CLI's Prefect settings: start-up time-out, telemetry off
     unknown = [key for key in options if key not in OPTIONS]
     if unknown:
         raise UnknownNameError("evaluate() option", unknown[0], OPTIONS)
-    inputs = inputs_for(data, golden, name)
+    inputs = inputs_for(data, golden, name, extra_columns)
     if inputs.target and target:
         inputs.close()
         raise ConfigError("the data holds the answers already: leave out target, or drop the answer columns")

@@ -1,0 +1,116 @@
+"""Columns of a DataFrame (or of a generic / RAGAS file) are never ignored silently: a column close to one
+raglake reads is an error with "did you mean" unless it is kept on purpose (`extra_columns=`, or a name
+starting `meta_`); a missing required column is one error naming the column; rows that hold contexts but
+no answers, with no target to answer them, say how to give either. Nothing here starts Prefect."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import raglake
+from raglake.api.inputs import inputs_for
+from raglake.errors import ConfigError, InputError
+from raglake.golden import load_golden, load_imported_captures
+
+QUESTIONS = ["Who wrote it?", "How long is the bridge?"]
+CONTEXTS = [["Ann wrote it in 1999."], ["The bridge is 2.1 km long."]]
+ANSWERS = ["Ann.", "2.1 km."]
+
+
+def _frame(**columns) -> pd.DataFrame:
+    return pd.DataFrame({"question": QUESTIONS, **columns})
+
+
+def test_a_column_close_to_a_known_one_is_an_error_with_did_you_mean(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    df = _frame(retrieved_context=CONTEXTS, answer=ANSWERS)
+    with pytest.raises(InputError) as bad:
+        raglake.evaluate(df, lake=lake)
+    message = str(bad.value)
+    assert "'retrieved_context'" in message and "did you mean 'retrieved_contexts'?" in message
+    assert "extra_columns=" in message and "meta_" in message  # how to keep it on purpose
+    assert "row " not in message  # a column, not a row
+    # the same for a dict of columns and a list of rows, and for a capitalised name
+    with pytest.raises(InputError, match="did you mean 'retrieved_contexts'"):
+        raglake.evaluate({"question": QUESTIONS, "retrieved_context": CONTEXTS, "answer": ANSWERS}, lake=lake)
+    with pytest.raises(InputError, match="did you mean 'answer'"):
+        raglake.evaluate([{"question": q, "Answer": a} for q, a in zip(QUESTIONS, ANSWERS)], lake=lake)
+    assert not lake.exists()
+
+
+def test_a_column_kept_on_purpose_lands_in_the_metadata() -> None:
+    df = _frame(retrieved_context=["x", "y"], meta_contxts=[1, 2], contexts=CONTEXTS, answer=ANSWERS)
+    inputs = inputs_for(df, None, "kept", extra_columns=["retrieved_context"])
+    try:
+        cases = [json.loads(line) for line in Path(inputs.golden).read_text().splitlines()]
+    finally:
+        inputs.close()
+    assert cases[0]["metadata"]["retrieved_context"] == "x" and cases[1]["metadata"]["meta_contxts"] == 2
+    # evaluate takes the argument (it gets as far as the next check: the data's answers and a target)
+    with pytest.raises(ConfigError, match="holds the answers already"):
+        raglake.evaluate(df.drop(columns=["meta_contxts"]), extra_columns=["retrieved_context"], target="builtin:x")
+
+
+def test_columns_far_from_any_known_one_and_ragas_columns_are_accepted() -> None:
+    df = pd.DataFrame(
+        {
+            "user_input": QUESTIONS,
+            "retrieved_contexts": CONTEXTS,
+            "reference_contexts": CONTEXTS,
+            "retrieved_context_ids": [["a"], ["b"]],
+            "response": ANSWERS,
+            "reference": ["Ann wrote it.", "2.1 km"],
+            "faithfulness": [1.0, 0.5],
+            "context_recall": [1.0, 1.0],
+            "answer_relevancy": [0.9, 0.8],
+            "source": ["wiki", "wiki"],
+        }
+    )
+    inputs = inputs_for(df, None, "ragas")
+    try:
+        case = json.loads(Path(inputs.golden).read_text().splitlines()[0])
+    finally:
+        inputs.close()
+    assert case["question"] == QUESTIONS[0] and case["metadata"]["context_recall"] == 1.0
+    assert inputs.target is not None
+
+
+def test_a_missing_question_column_is_one_error_naming_the_column() -> None:
+    with pytest.raises(InputError) as bad:
+        raglake.evaluate(pd.DataFrame({"answer": ANSWERS, "contexts": CONTEXTS}))
+    message = str(bad.value)
+    assert "'question'" in message and "user_input" in message and "row" not in message
+    assert "got None" not in message
+
+
+def test_contexts_without_answers_and_no_target_say_how_to_give_either(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    with pytest.raises(ConfigError) as bad:
+        raglake.evaluate(_frame(contexts=CONTEXTS), lake=lake)
+    message = str(bad.value)
+    assert "no answer" in message and "'answer'" in message and "'response'" in message and "target=" in message
+    assert not lake.exists()
+
+
+def test_files_of_another_tools_shape_refuse_a_near_miss_column_by_file_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "ragas.jsonl"
+    rows = [
+        {"user_input": "Who wrote it?", "retrieved_contexts": ["Ann."], "response": "Ann."},
+        {"user_input": "How long?", "retrieved_context": ["2.1 km"], "response": "2.1 km."},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError) as bad:
+        load_golden(path)
+    assert bad.value.line == 2 and bad.value.field == "retrieved_context"
+    assert "did you mean 'retrieved_contexts'?" in str(bad.value)
+    with pytest.raises(InputError, match="did you mean 'retrieved_contexts'"):
+        load_imported_captures(path)
+    csv = tmp_path / "generic.csv"
+    csv.write_text('question,contexts,answer,meta_contxt,anwser\nWho?,"[""Ann.""]",Ann.,1,x\n')
+    with pytest.raises(InputError) as bad:
+        load_golden(csv)
+    assert bad.value.field == "anwser" and "did you mean 'answer'?" in str(bad.value)
