@@ -12,7 +12,16 @@ from pydantic import BaseModel, ValidationError
 
 from raglake import textfiles
 from raglake.errors import InputError, did_you_mean
-from raglake.textfiles import LineIndex, element_offsets, member_offset, parse_json, parse_yaml, read_text, skip_ws
+from raglake.textfiles import (
+    CONFIG_MAX_BYTES,
+    LineIndex,
+    element_offsets,
+    member_offset,
+    parse_json,
+    parse_yaml,
+    read_text,
+    skip_ws,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -64,12 +73,12 @@ def _json_list_records(path: Path, text: str, list_key: str) -> list[Record]:
 
 
 def read_yaml_mapping(path: str | Path, *, missing: str, not_mapping: str) -> tuple[Record, Any]:
-    """A YAML (or JSON) file holding one mapping, as a Record whose keys carry their lines, plus its node
-    tree; a missing file, invalid YAML or a non-mapping raise InputError with the given messages."""
+    """A YAML (or JSON) config file holding one mapping, as a Record whose keys carry their lines, plus its
+    node tree; a missing file, one over CONFIG_MAX_BYTES, invalid YAML or a non-mapping raise InputError."""
     path = Path(path)
     if not path.exists():
         raise InputError(str(path), None, None, missing)
-    text = read_text(path)
+    text = read_text(path, max_bytes=CONFIG_MAX_BYTES)
     data, node = parse_yaml(path, text)
     if not isinstance(data, dict):
         raise InputError(str(path), 1, None, not_mapping)

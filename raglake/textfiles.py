@@ -20,6 +20,8 @@ MAX_NESTING = 32  # levels of lists/objects in free-form values (metadata); far 
 # the longest record a JSONL input may hold, one line in bytes (README "Golden set"): a 64 MiB line costs about
 # 0.3 GB to read in bulk and score; read as a module attribute where it is used (a test lowers it)
 MAX_RECORD_BYTES = 64 << 20
+CONFIG_MAX_BYTES = 2**20  # a config file (gate rules, http target, judge prices, prompt): read no further
+MAX_ALIAS_NODES = 10_000  # values YAML aliases may add to one document, all expansions together
 BOM = "\ufeff"
 _WS = re.compile(r"[ \t\n\r]*")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]|NaN|-?Infinity')
@@ -73,13 +75,22 @@ def _existing_file(path: str | Path) -> Path:
     return path
 
 
-def read_text(path: str | Path) -> str:
-    """The file's text; a folder, a missing or unreadable file and invalid UTF-8 are InputErrors."""
+def read_text(path: str | Path, max_bytes: int | None = None) -> str:
+    """The file's text; a folder, a missing or unreadable file, invalid UTF-8 and (with `max_bytes`, for a
+    config file) a file of more bytes than that, found before it is read further, are InputErrors."""
     path = _existing_file(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
     except OSError as e:
         raise InputError(str(path), None, None, f"cannot read the file: {e.strerror or e}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        try:
+            size = f"{path.stat().st_size} bytes"
+        except OSError:
+            size = f"more than {max_bytes} bytes"
+        limit = f"{max_bytes} bytes" + (" (1 MiB)" if max_bytes == 2**20 else "")
+        raise InputError(str(path), None, None, f"is {size}; a config file may be at most {limit}")
     return decode(path, data)
 
 
@@ -236,22 +247,92 @@ def element_offsets(text: str, start: int) -> list[int]:
     return out
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping (merged `<<` keys may be overridden) and
-    nesting past 2 × MAX_NESTING (PyYAML's scanner is quadratic in the depth, then it recurses too deep)."""
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses nesting past 2 × MAX_NESTING (PyYAML's scanner is quadratic in the depth, then
+    it recurses too deep), an alias inside its own anchor (a recursive structure), and aliases that expand
+    to more than MAX_ALIAS_NODES values in all (a "billion laughs": nine anchors of nine aliases each are
+    387 million values, which whatever walks the data then takes hours over)."""
 
     _depth = 0
 
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._expanded = 0  # values the aliases so far stand for
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values, levels) with aliases expanded
+        self._open: set[str] = set()  # anchors whose node is still being composed
+
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            return self._alias(parent, index, event)
         if self._depth >= 2 * MAX_NESTING:
             raise yaml.composer.ComposerError(
-                None, None, f"nested deeper than {2 * MAX_NESTING} levels", self.peek_event().start_mark
+                None, None, f"nested deeper than {2 * MAX_NESTING} levels", event.start_mark
             )
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            self._open.add(anchor)
         self._depth += 1
         try:
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+            self._open.discard(anchor)
+
+    def _alias(self, parent: yaml.Node | None, index: Any, event: yaml.AliasEvent) -> yaml.Node:
+        def refuse(problem: str) -> yaml.composer.ComposerError:
+            return yaml.composer.ComposerError(None, None, problem, event.start_mark)
+
+        if event.anchor in self._open:
+            raise refuse(f"alias *{event.anchor} inside its own anchor (a recursive structure) is not allowed")
+        node = super().compose_node(parent, index)
+        values, levels = self._expansion(node)
+        self._expanded += values
+        if self._expanded > MAX_ALIAS_NODES:
+            raise refuse(
+                f"aliases expand to more than {MAX_ALIAS_NODES} values (anchors of anchors: a 'billion laughs'); "
+                "write the values out or reuse fewer"
+            )
+        if self._depth + levels > 2 * MAX_NESTING:
+            raise refuse(f"alias *{event.anchor} nests the document deeper than {2 * MAX_NESTING} levels")
+        return node
+
+    def _expansion(self, root: yaml.Node) -> tuple[int, int]:
+        """(values, levels) of a composed node with its aliases expanded, remembered per node."""
+        stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if id(node) in self._sizes:
+                continue
+            children = _children(node)
+            if not children_done:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if id(c) not in self._sizes)
+                continue
+            sizes = [self._sizes[id(c)] for c in children]
+            self._sizes[id(node)] = (1 + sum(v for v, _ in sizes), 1 + max((d for _, d in sizes), default=0))
+        return self._sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def load_yaml(text: str) -> Any:
+    """yaml.safe_load with the bounds of _BoundedLoader (nesting, aliases); a problem is a yaml.YAMLError."""
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+class _StrictLoader(_BoundedLoader):
+    """_BoundedLoader that also refuses a key written twice in one mapping (merged `<<` keys may be overridden)."""
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):

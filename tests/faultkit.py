@@ -39,6 +39,9 @@ class Answer:
     content_type: str = "application/json"
     cut_at: int | None = None  # send the headers and this many bytes of the body, then reset the connection
     delay_s: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()  # more response headers (Location, Content-Encoding, ...)
+    drip_s: float = 0.0  # send the body one byte at a time, this long apart (a slow-dripping service)
+    repeat: int = 1  # send the body this many times over, as one body (a large one, without holding it)
 
 
 def json_answer(payload: Any, **kw: Any) -> Answer:
@@ -126,6 +129,7 @@ class FaultServer:
         self.respond = respond
         self.requests: list[Request] = []
         self.max_in_flight = 0
+        self.sent: list[int] = []  # body bytes sent per reply, in order (fewer than promised: the client hung up)
         self._in_flight = 0
         self._queue: collections.deque[Answer] = collections.deque()
         self._lock = threading.Lock()
@@ -184,7 +188,9 @@ class FaultServer:
                     # counted out before the reply leaves: a client may receive it and send its next request
                     # before this thread runs again, and that request must not look concurrent with this one
                     server._done()
-                _write(self.connection, answer)
+                sent = _write(self.connection, answer)
+                with server._lock:
+                    server.sent.append(sent)
 
         return Handler
 
@@ -222,16 +228,50 @@ def _read_request(rfile: Any) -> Request | None:
     return Request(method, target, headers, body, time.monotonic())
 
 
-def _write(connection: socket.socket, answer: Answer) -> None:
+def _write(connection: socket.socket, answer: Answer) -> int:
+    """Send the answer; the number of body bytes sent."""
     reason = {200: "OK", 500: "Internal Server Error", 503: "Service Unavailable"}.get(answer.status, "Status")
+    extra = "".join(f"{name}: {value}\r\n" for name, value in answer.headers)
     head = (
         f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: {answer.content_type}\r\n"
-        f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n"
+        f"Content-Length: {len(answer.body) * answer.repeat}\r\n{extra}Connection: close\r\n\r\n"
     ).encode("latin-1")
+    if answer.drip_s:
+        return _drip(connection, head, answer.body, answer.drip_s)
+    if answer.repeat > 1:
+        return _repeat(connection, head, answer.body, answer.repeat)
     if answer.cut_at is None:
         connection.sendall(head + answer.body)
-        return
+        return len(answer.body)
     connection.sendall(head + answer.body[: answer.cut_at])
     time.sleep(0.05)  # let the partial body reach the client before the reset
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close() sends an RST
     connection.close()
+    return answer.cut_at
+
+
+def _drip(connection: socket.socket, head: bytes, body: bytes, every_s: float) -> int:
+    """The headers at once, then the body a byte at a time until it is sent or the client hangs up."""
+    sent = 0
+    try:
+        connection.sendall(head)
+        for i in range(len(body)):
+            time.sleep(every_s)
+            connection.sendall(body[i : i + 1])
+            sent += 1
+    except OSError:  # the client gave up: what a deadline is for
+        pass
+    return sent
+
+
+def _repeat(connection: socket.socket, head: bytes, body: bytes, times: int) -> int:
+    """The body `times` over, until it is sent or the client hangs up (a cap is for that)."""
+    sent = 0
+    try:
+        connection.sendall(head)
+        for _ in range(times):
+            connection.sendall(body)
+            sent += len(body)
+    except OSError:
+        pass
+    return sent

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from raglake.textfiles import load_yaml
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -41,11 +43,13 @@ def split_front_matter(raw: str) -> tuple[dict[str, Any], str, int, str | None]:
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
             text = "\n".join(lines[1:end])
-            try:
-                meta = yaml.safe_load(text) or {}
+            try:  # bounded: deep nesting and a billion laughs of aliases are refused, not expanded
+                meta = load_yaml(text) or {}
                 error = None if isinstance(meta, dict) else "front matter is not a mapping"
             except yaml.YAMLError as e:
-                meta, error = {}, f"front matter is not valid YAML: {getattr(e, 'problem', e)}"
+                mark = getattr(e, "problem_mark", None)  # its line in the note: the opening '---' is line 1
+                where = f" (line {mark.line + 2})" if mark is not None else ""
+                meta, error = {}, f"front matter is not valid YAML{where}: {getattr(e, 'problem', e)}"
             return (meta if isinstance(meta, dict) else {}), "\n".join(lines[end + 1 :]), end + 1, error
     return {}, raw, 0, "front matter has no closing '---'"
 

@@ -16,15 +16,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
+from raglake.httpedge import ResponseTooLarge, capped_client, redirect_message
 from raglake.judge.budget import Budget, RateLimiter
 from raglake.judge.config import JudgeConfig
 from raglake.judge.ledger import JudgeLedger, call_key
 from raglake.judge.prompts import Prompt
 from raglake.metrics.operational import percentile
+from raglake.redact import Redactor
 from raglake.retrying import Backoff, Failure, retry_after_seconds, retry_async
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # structured-output forms, tried in this order until the server takes one
+_CONNECTIONS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's own defaults
 _FORMAT_FALLBACK = {"json_schema": "json_object_schema", "json_object_schema": "json_object", "json_object": "none"}
 
 
@@ -137,8 +142,15 @@ class JudgeGateway:
 
         self.config, self.ledger = config, ledger
         self.budget = budget or Budget(config.max_calls, config.max_cost_usd)
+        # the key (and any `Bearer …`) out of every reply, error and request this gateway keeps or returns
+        self.redact = Redactor.for_request({}, [config.secret()])
         self.client = AsyncOpenAI(
-            base_url=config.base_url, api_key=config.api_key, max_retries=0, timeout=config.timeout_s
+            base_url=config.base_url,
+            api_key=config.api_key,
+            max_retries=0,
+            timeout=config.timeout_s,
+            # bodies capped after decompression and redacted, redirects not followed (the SDK's client follows them)
+            http_client=capped_client(config.max_response_bytes, _CONNECTIONS, self.redact),
         )
         self.limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
         self._slots = asyncio.Semaphore(config.concurrency)
@@ -205,8 +217,8 @@ class JudgeGateway:
                 **meta,
                 "base_url": self.config.base_url,
                 "sampling_params": params,
-                "request": json.dumps(
-                    {"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False
+                "request": self.redact(
+                    json.dumps({"messages": conversation, **params, "model": self.config.model}, ensure_ascii=False)
                 ),
                 "response": reply.text,
                 "reply_model": reply.reply_model,
@@ -270,7 +282,7 @@ class JudgeGateway:
             lambda: self._attempt(prompt, messages, max_tokens, usage), backoff, on_retry=retried
         )
         if isinstance(outcome, Failure):
-            return _Attempt(error=f"{outcome.error} (after {attempts} attempt(s))")
+            return _Attempt(error=self.redact.error(f"{outcome.error} (after {attempts} attempt(s))"))
         return outcome
 
     async def _attempt(
@@ -280,6 +292,7 @@ class JudgeGateway:
         stepped down within the attempt)."""
         import openai
 
+        fixed = {"model": self.config.model, "messages": messages, "temperature": 0, "seed": self.config.seed}
         while True:
             await self.limiter.wait(sum(len(m["content"]) for m in messages) // 4 + max_tokens)
             if usage.requests:  # the first request was counted when the call was admitted
@@ -287,33 +300,28 @@ class JudgeGateway:
             usage.requests += 1
             self.stats.calls += 1
             try:
-                # the client's low-level post: its errors, timeouts and auth, without the SDK's per-call
-                # transform of the request and its pydantic model of the reply (most of its CPU per call)
-                response = await self.client.post(
-                    "/chat/completions",
-                    cast_to=dict,
-                    body={
-                        "model": self.config.model,
-                        "messages": messages,
-                        "temperature": 0,
-                        "seed": self.config.seed,
-                        "max_tokens": max_tokens,
-                        **self._format(prompt),
-                    },
-                )
+                async with asyncio.timeout(self.config.timeout_s):  # the whole attempt, body included
+                    # the client's low-level post: its errors, timeouts and auth, without the SDK's per-call
+                    # transform of the request and its pydantic model of the reply (most of its CPU per call)
+                    body = {**fixed, "max_tokens": max_tokens, **self._format(prompt)}
+                    response = await self.client.post("/chat/completions", cast_to=dict, body=body)
                 return _reply(response, usage)
             except openai.APIStatusError as e:
+                if 300 <= e.status_code < 400:
+                    return Failure(redirect_message(e.status_code, e.response.headers.get("location")), False)
                 if self.format_mode != "none" and "response_format" in str(e).lower():
                     # the server refuses this structured-output form (some answer 400, llama.cpp 500): step down
                     self.format_mode = _FORMAT_FALLBACK[self.format_mode]
                     continue
-                code = e.status_code
-                return Failure(
-                    f"HTTP {code}: {str(e)[:300]}", code == 429 or code >= 500, retry_after_seconds(e.response)
-                )
-            except openai.APITimeoutError:
+                code, why = e.status_code, self.redact.error(str(e), 300)
+                return Failure(f"HTTP {code}: {why}", code == 429 or code >= 500, retry_after_seconds(e.response))
+            except (openai.APITimeoutError, TimeoutError):
                 return Failure(f"no reply within {self.config.timeout_s:g} s", True)
+            except ResponseTooLarge as e:  # the same request would get the same body
+                return Failure(str(e), False)
             except openai.APIConnectionError as e:
+                if isinstance(e.__cause__, httpx.DecodingError):
+                    return Failure(f"the reply could not be decoded: {e.__cause__}", False)
                 return Failure(f"connection error: {e}", True)
             except (ValueError, RecursionError) as e:  # a 200 that is no chat completion: retried like a 5xx
                 return Failure(f"malformed reply: {_malformed(e)}", True)

@@ -12,6 +12,8 @@ import httpx
 from raglake import progress
 from raglake.builtin.index import IndexManifest
 from raglake.golden import GoldenSet
+from raglake.httpedge import ResponseTooLarge, capped_client, redirect_message
+from raglake.redact import Redactor
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.base import safe_name
 from raglake.targets.http_client import SharedLimit, capture_all, json_body
@@ -71,13 +73,10 @@ class HttpTarget:
         if self._manifest_loaded or not source:
             return self._manifest
         field = "manifest_url" if self.config.manifest_url else "manifest_file"
+        redact = Redactor.for_request(self.config.resolved_headers(), self.config.secret_values())
         try:
             if self.config.manifest_url:
-                response = httpx.get(
-                    self.config.manifest_url, headers=self.config.resolved_headers(), timeout=self.config.timeout_s
-                )
-                response.raise_for_status()
-                data = json_body(response)
+                data = asyncio.run(self._fetch_manifest(self.config.manifest_url, redact))
             else:
                 path = Path(self.config.manifest_file)
                 if not path.is_absolute():
@@ -86,10 +85,24 @@ class HttpTarget:
             self._manifest, self._manifest_loaded = IndexManifest.from_json(data), True
         except (
             httpx.HTTPError,
-            OSError,
+            OSError,  # TimeoutError included: the deadline
             ValueError,
             RecursionError,
             TypeError,
+            ResponseTooLarge,
         ) as e:  # ValueError: not JSON, not a manifest
-            raise self.config.problem(field, f"cannot read the index manifest from {source}: {e}") from None
+            why = redact.error(str(e) or f"no response within {self.config.timeout_s:g} s")
+            raise self.config.problem(field, f"cannot read the index manifest from {source}: {why}") from None
         return self._manifest
+
+    async def _fetch_manifest(self, url: str, redact: Redactor) -> Any:
+        """GET the manifest under the target's limits: one deadline, the size cap, no redirect followed."""
+        async with (
+            capped_client(self.config.max_response_bytes, redact=redact) as client,
+            asyncio.timeout(self.config.timeout_s),
+        ):
+            response = await client.get(url, headers=self.config.resolved_headers(), timeout=self.config.timeout_s)
+        if response.is_redirect:
+            raise ValueError(redirect_message(response.status_code, response.headers.get("location")))
+        response.raise_for_status()
+        return json_body(response, redact)

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 
 from raglake import progress
 from raglake.errors import unexpected_error
+from raglake.httpedge import ResponseTooLarge, capped_client, redirect_message
+from raglake.redact import NOTHING, Redactor
 from raglake.retrying import Backoff, Failure, retry_after_seconds, retry_async
 from raglake.schemas import Capture, GoldenCase
 from raglake.targets.http_config import HttpTargetConfig, render_body
@@ -32,10 +34,11 @@ class MalformedBody(ValueError):
     """A response body that is not JSON: an HTML page, a cut-off document, bytes that are not UTF-8."""
 
 
-def json_body(response: httpx.Response) -> Any:
-    """The parsed body, or MalformedBody saying why it is not JSON."""
+def json_body(response: httpx.Response, redact: Redactor = NOTHING) -> Any:
+    """The parsed body, the request's secrets redacted from it first, or MalformedBody saying why it is not JSON."""
     try:
-        return response.json()
+        content = response.content  # decoded as json.loads decodes bytes (UTF-8, -16 or -32)
+        return json.loads(redact(content.decode(json.detect_encoding(content), "surrogatepass")))
     except json.JSONDecodeError as e:
         raise MalformedBody(f"{e.msg} (line {e.lineno} column {e.colno})") from None
     except UnicodeDecodeError as e:
@@ -160,7 +163,11 @@ async def fetch_capture(
     case: GoldenCase,
     k: int,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    redact: Redactor | None = None,
 ) -> Capture:
+    """One case's capture. Each attempt, connect to the last byte of the body, runs under `timeout_s`; every
+    text kept from the service (its body, an error) has the request's secrets redacted first."""
+    redact = redact or Redactor.for_request(headers, config.secret_values())
     body = render_body(config.body, _values(case, k))
     request = {"json": body} if config.method != "GET" else {"params": body if isinstance(body, dict) else {}}
     start = time.perf_counter()
@@ -170,14 +177,19 @@ async def fetch_capture(
         nonlocal count
         count += 1
         try:
-            response = await client.request(
-                config.method, config.url, headers=headers, timeout=config.timeout_s, **request
-            )
-        except httpx.TimeoutException:
+            async with asyncio.timeout(config.timeout_s):
+                response = await client.request(
+                    config.method, config.url, headers=headers, timeout=config.timeout_s, **request
+                )
+        except (httpx.TimeoutException, TimeoutError):
             return Failure(f"no response within {config.timeout_s:g} s", True, status="timeout")
+        except ResponseTooLarge as e:
+            return Failure(str(e), False)
+        except httpx.DecodingError as e:
+            return Failure(f"the response could not be decoded: {redact.error(str(e))}", False)
         except httpx.TransportError as e:
-            return Failure(f"connection error: {type(e).__name__}: {e}", True)
-        return _capture(response, config, case, start, count)
+            return Failure(f"connection error: {type(e).__name__}: {redact.error(str(e))}", True)
+        return _capture(response, config, case, start, count, redact)
 
     outcome, attempts = await retry_async(
         attempt, Backoff(config.retries, config.backoff_s, config.max_backoff_s), sleep=sleep
@@ -188,7 +200,7 @@ async def fetch_capture(
     return Capture(
         case_id=case.id,
         status=outcome.status,
-        error=f"{outcome.error} (after {attempts} attempt(s))",
+        error=redact.error(f"{outcome.error} (after {attempts} attempt(s))"),
         method=config.name,
         attempts=attempts,
         latency_ms={"wall": wall},
@@ -196,24 +208,31 @@ async def fetch_capture(
 
 
 def _capture(
-    response: httpx.Response, config: HttpTargetConfig, case: GoldenCase, start: float, attempts: int
+    response: httpx.Response,
+    config: HttpTargetConfig,
+    case: GoldenCase,
+    start: float,
+    attempts: int,
+    redact: Redactor = NOTHING,
 ) -> Capture | Failure:
     """The capture one response maps onto, or why it does not (5xx and 429 may be retried, nothing else)."""
     code = response.status_code
     if code == 429 or code >= 500:
-        return Failure(f"HTTP {code}: {response.text[:300]}", True, retry_after_seconds(response))
+        return Failure(f"HTTP {code}: {redact.error(response.text, 300)}", True, retry_after_seconds(response))
     if code >= 400:
-        return Failure(f"HTTP {code}: {response.text[:300]}", False)
+        return Failure(f"HTTP {code}: {redact.error(response.text, 300)}", False)
+    if 300 <= code < 400:
+        return Failure(redact.error(redirect_message(code, response.headers.get("location"))), False)
     wall = (time.perf_counter() - start) * 1000
     try:
-        fields = map_response(json_body(response), config, case.id)
+        fields = map_response(json_body(response, redact), config, case.id)
         fields["latency_ms"]["wall"] = round(wall, 3)
         fields["attempts"] = attempts
         return Capture.model_validate(fields)
     except MalformedBody as e:
         return Failure(f"malformed JSON response: {e}", False)
     except (MappingError, ValidationError) as e:
-        return Failure(f"response does not map onto a capture: {e}", False)
+        return Failure(f"response does not map onto a capture: {redact.error(str(e))}", False)
 
 
 async def capture_all(
@@ -226,17 +245,19 @@ async def capture_all(
     """Every case once, results in case order; at most `concurrency` in flight under `limit` (the run's,
     shared by its batches) or, without one, in this call."""
     headers = config.resolved_headers()
+    redact = Redactor.for_request(headers, config.secret_values())
     limit = limit or SharedLimit(config.concurrency)
     limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
 
-    async with httpx.AsyncClient(limits=limits) as client:
+    async with capped_client(config.max_response_bytes, limits, redact) as client:
 
         async def one(case: GoldenCase) -> Capture:
             async with limit:
                 try:
-                    capture = await fetch_capture(client, config, headers, case, k)
+                    capture = await fetch_capture(client, config, headers, case, k, redact=redact)
                 except Exception as e:  # noqa: BLE001 - one case's surprise is that case's error, never the batch's
-                    capture = Capture(case_id=case.id, status="error", error=unexpected_error(e), method=config.name)
+                    error = redact.error(unexpected_error(e))
+                    capture = Capture(case_id=case.id, status="error", error=error, method=config.name)
             if on_capture is not None:
                 on_capture(case, capture)
             progress.advance("captures")

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from raglake.errors import ConfigError, InputError, RaglakeError, did_you_mean
+from raglake.httpedge import TARGET_MAX_RESPONSE_BYTES
 from raglake.records import read_yaml_mapping, validate_record
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -72,7 +73,8 @@ class HttpTargetConfig(_Strict):
     response: ResponseMapping = ResponseMapping()
     name: str | None = None  # how runs of this target are labelled (default: the config file's stem)
     concurrency: int = Field(default=8, ge=1, le=512)
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0)  # one attempt, whole: connect, headers and body
+    max_response_bytes: int = Field(default=TARGET_MAX_RESPONSE_BYTES, ge=1)  # after decompression
     retries: int = Field(default=3, ge=0, le=10)
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=30.0, ge=0)
@@ -98,6 +100,11 @@ class HttpTargetConfig(_Strict):
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.secret_free(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def secret_values(self) -> list[str]:
+        """The values of the environment variables the headers name (what the redaction hides), set ones only."""
+        names = {name for value in self.headers.values() for name in _ENV.findall(value)}
+        return [os.environ[name] for name in sorted(names) if os.environ.get(name)]
 
     def resolved_headers(self) -> dict[str, str]:
         def resolve(name: str, value: str) -> str:
