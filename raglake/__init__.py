@@ -19,7 +19,8 @@ _EXPORTS = {
     "open_lake": "raglake.api.lake",
     "LakeFrames": "raglake.api.lake",
     "Result": "raglake.api.result",
+    "metric": "raglake.metrics.plugins",  # @raglake.metric(name, ...): a user's own metric in Python
 }
-__all__ = ["evaluate", "open_lake", "LakeFrames", "Result", "__version__"]
+__all__ = ["evaluate", "open_lake", "LakeFrames", "Result", "metric", "__version__"]
 
 __getattr__, __dir__ = lazy_names(__name__, _EXPORTS, globals())

@@ -23,6 +23,8 @@ def metrics_markdown() -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in all_metrics():
+        if not m.builtin:  # a user's metric (plugin, entry point, rubric, assertion) is not part of raglake's docs
+            continue
         better = {True: "higher", False: "lower", None: "–"}[m.higher_is_better]
         view = f"`{m.scale_view}`" if m.scale_view else ""
         lines.append(

@@ -17,7 +17,10 @@ from raglake.docs import metrics_markdown
 from raglake.errors import ConfigError
 from raglake.golden import load_golden, load_imported_captures
 from raglake.lake.store import Lake
+from raglake.metrics.conformance import check_metric
+from raglake.metrics.plugins import load_entry_points, load_plugins
 from raglake.metrics.registry import all_metrics
+from raglake.pipeline.scoring import score_context
 from raglake.targets.builtin import BuiltinTarget
 
 
@@ -94,10 +97,56 @@ def serve_demo(
 
 @app.command("metrics")
 def metrics_cmd(
-    markdown: Annotated[bool, typer.Option("--markdown", help="The docs table, as markdown.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="The docs table of raglake's built-in metrics, as markdown.")
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Run the registry's conformance checks on your own metrics (plugins, installed packages); "
+            "one line per metric, exit 1 on a problem.",
+        ),
+    ] = False,
+    plugin: Annotated[
+        Optional[list[str]],
+        typer.Option("--plugin", help="A Python file (or module name) of your @raglake.metric metrics; repeatable."),
+    ] = None,
 ) -> None:
-    """List the metric registry."""
-    if markdown:
+    """List the metric registry: raglake's metrics and your own, with where each is defined (origin, source)."""
+    if markdown:  # raglake's docs: built-in metrics only, whatever is loaded
         print(metrics_markdown())
         return
+    load_entry_points()
+    load_plugins(plugin or [], ".")
+    if check:
+        raise typer.Exit(check_own_metrics())
     render.console.print(render.rows_table([m.as_row() for m in all_metrics()], "metrics", 500))
+
+
+def check_own_metrics() -> int:
+    """raglake.metrics.conformance on every case-level metric not built in (a judge rubric is not run: it
+    needs a judge); one line each; 1 on a problem, or when there is no metric of one's own at all."""
+    own = [m for m in all_metrics(level="case") if not m.builtin]
+    if not own:
+        print(
+            "no metric of your own to check: name a plugin (--plugin FILE) or install a package with "
+            "raglake.metrics entry points"
+        )
+        return 1
+    width = max(len(m.name) for m in own)
+    failed = 0
+    for m in own:
+        where = f"{m.origin} {m.source or ''}".strip()
+        if m.steps:
+            print(f"skip  {m.name:<{width}}  {where}: a judge metric (the check does not call a judge)")
+            continue
+        found = check_metric(m, lambda ctx, metric: score_context(ctx, [metric])[0][1])
+        if found.ok:
+            notes = f" (note: {'; '.join(found.notes)})" if found.notes else ""
+            print(f"ok    {m.name:<{width}}  {where}{notes}")
+            continue
+        failed += 1
+        more = f" (and {len(found.problems) - 1} more)" if len(found.problems) > 1 else ""
+        print(f"FAIL  {m.name:<{width}}  {where}: {found.problems[0]}{more}")
+    return 1 if failed else 0

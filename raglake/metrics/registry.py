@@ -254,6 +254,15 @@ def add_metric(metric: Metric) -> Metric:
     return metric
 
 
+def remove_metric(name: str) -> None:
+    """Unregister a user's metric (a plugin loaded again no longer defines it, or failed halfway); a
+    built-in metric cannot be removed."""
+    metric = _REGISTRY.get(name)
+    if metric is not None and metric.builtin:
+        raise ValueError(f"metric {name!r} is a built-in metric; only a user's metric can be removed")
+    _REGISTRY.pop(name, None)
+
+
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
     """The registered metrics (raglake.metrics imports every built-in metric module, which registers them)."""
     chosen = [
