@@ -84,7 +84,7 @@ READS = {
     "sql": ["sql", "SELECT run_id, metric, count(*) AS n, avg(value) AS mean FROM scores GROUP BY ALL ORDER BY ALL"],
     "sql-runs": ["sql", "SELECT run_id, n_cases FROM runs ORDER BY run_id"],
     "gate": ["gate", "--candidate", "r-three", "--baseline", "r-two", "--rules", str(RULES)],
-    "rescore-plan": ["rescore", "--all", "--dry-run", "--quiet"],
+    "rescore-plan": ["rescore", "r-two", "r-three", "--dry-run", "--quiet"],
     "report": ["report", "r-two", "--against", "r-three", "-o", "{out}/report.html"],
 }
 
@@ -210,7 +210,8 @@ def test_a_lake_that_is_not_a_folder_is_one_line(tmp_path: Path, where: str, mon
     lake = tmp_path / "lake.txt" if where == "file" else Path(os.devnull)
     if where == "file":
         lake.write_text("not a lake")
-    for args in (["runs"], ["sql", "SELECT 1"], ["doctor"], ["gc"]):
+    run = ["run", "--golden", MINI_GOLDEN, "--target", MINI_REPLAY, "--quiet"]  # refused before any work
+    for args in (["runs"], ["sql", "SELECT 1"], ["doctor"], ["gc"], run):
         code, out, err = _main(monkeypatch, capsys, *args, "--lake", str(lake))
         assert code == 2, (args, out, err)
         kind = "a file" if where == "file" else "not a regular folder (a device or a socket)"
@@ -234,6 +235,16 @@ def test_check_lake_root_is_the_one_check_of_a_usable_lake(tmp_path: Path, monke
     check_lake_root(tmp_path / "lake")  # reading a read-only lake is fine
     with pytest.raises(LakeError, match=f"the lake {tmp_path}/lake cannot be written: {tmp_path} is read-only"):
         check_lake_root(tmp_path / "lake", write=True)
+
+
+def test_a_read_only_lake_is_said_before_a_landing_writes_anything(tmp_path: Path, monkeypatch) -> None:
+    lake = _one_run_lake(tmp_path)
+    before = _tree(lake)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == lake else real(p, mode, **kw))
+    with pytest.raises(LakeError, match=f"^the lake {lake} cannot be written: {lake} is read-only$"):
+        land(str(lake), MINI_GOLDEN, MINI_REPLAY, "r-ro", minutes=9)
+    assert _tree(lake) == before
 
 
 @pytest.mark.parametrize(("code", "words"), [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only")])
