@@ -26,7 +26,7 @@ from tests.judgekit import canned
 
 
 def test_metrics_name_their_steps_as_declared_objects_never_as_strings():
-    named = [s for m in all_metrics() for s in m.steps]
+    named = [s for m in all_metrics() if m.builtin for s in m.steps]  # a user's rubric defines its own step
     assert named, "no metric reads a judge step"
     assert all(s in ALL_STEPS for s in named)
     assert not [(m.name, i) for m in all_metrics() for i in m.inputs if i.startswith("judge:")]

@@ -5,7 +5,11 @@ same variables and output schema in other words, asked instead of a second model
 
 Templates use `{{name}}` placeholders. Variables of kind `data` (answers, contexts, references) are
 fenced as data — wrapped in <data> tags with any closing tag inside neutralised — and the system
-message tells the judge that text inside <data> is material to evaluate, never instructions."""
+message tells the judge that text inside <data> is material to evaluate, never instructions.
+
+A prompt that is not a file is a judge step's own (a user's rubric: raglake.metrics.rubrics): the step
+carries its fields, `defined_prompt` makes the Prompt, versioned by its content (`content_version`). It
+may not take a file's id, has no variant wording, and stays out of the lock, which is about the files."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from raglake.errors import ConfigError, InputError, UnknownNameError
 from raglake.judge.honesty import degenerate_reason, example_strings
@@ -175,6 +179,40 @@ def get_prompt(prompt_id: str, folder: str = str(PROMPT_DIR)) -> Prompt:
     if prompt_id not in prompts:
         raise UnknownNameError("judge prompt", prompt_id, prompts)
     return prompts[prompt_id]
+
+
+# ---- prompts that are not files: a step's own prompt (a user's rubric, raglake.metrics.rubrics) --------
+
+
+def content_version(prompt: Prompt) -> int:
+    """A prompt's version from its content: the sha256 of its template rendered with each variable's own
+    placeholder as value (the data fence, DATA_RULE and the message layout included), its output schema
+    and max_tokens, as a positive int32: int(sha256[:7], 16), 1 where that is 0 (under 2**28, so it
+    fits `runs.prompt_version_map`, a MAP(VARCHAR, INTEGER)). An edit of the criteria, or of how
+    prompts are rendered, is a new version."""
+    messages = prompt.render({v.name: "{{" + v.name + "}}" for v in prompt.variables})
+    blob = json.dumps([messages, prompt.output_schema, prompt.max_tokens], sort_keys=True, ensure_ascii=False)
+    return int(hashlib.sha256(blob.encode("utf-8")).hexdigest()[:7], 16) or 1
+
+
+@lru_cache(maxsize=256)
+def defined_prompt(spec: str) -> Prompt:
+    """The Prompt of a step's own definition (raglake.metrics.steps.JudgeStep.prompt_spec: the JSON of a
+    prompt's fields less `version`), at its content_version. Never a prompt file's id: those are the
+    packaged prompts, locked (prompts.lock) and versioned by hand."""
+    data = json.loads(spec)
+    pid = data.get("id") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "version" in data:
+        raise ConfigError(f"judge prompt {pid!r}: a step's own prompt is a mapping without a version")
+    if pid in load_prompts():
+        raise ConfigError(f"judge prompt {pid!r}: a step's own prompt may not take the id of a prompt file")
+    try:
+        prompt = Prompt.model_validate({**data, "version": 1})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise ConfigError(f"judge prompt {pid!r}: {where}: {err['msg'].removeprefix('Value error, ')}") from None
+    return prompt.model_copy(update={"version": content_version(prompt)})
 
 
 def get_variant(prompt_id: str, folder: Path = PROMPT_DIR) -> Prompt:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from raglake.judge.budget import Budget
 from raglake.judge.config import JudgeConfig
 from raglake.judge.gateway import GatewayStats, JudgeGateway
 from raglake.judge.ledger import JudgeLedger
-from raglake.judge.steps import Judge, prompt_refs, run_step
+from raglake.judge.steps import NO_VARIANT, Judge, has_variant, prompt_refs, run_step
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView, JudgeStep, StepOutcome
@@ -38,6 +39,7 @@ class JudgedBatch:
     outcomes: dict[str, dict[str, StepOutcome]] = field(default_factory=dict)  # case id -> step name -> outcome
     stats: GatewayStats = field(default_factory=GatewayStats)
     spot_pairs: list[tuple[str, str, bool]] = field(default_factory=list)  # (case id, step, disagree)
+    spot_skipped: dict[str, str] = field(default_factory=dict)  # step -> why the spot-check did not repeat it
 
 
 Work = list[tuple[str, JudgeStep, CaseView]]
@@ -116,12 +118,17 @@ async def _spot_check(batch: JudgedBatch, work: Work, second: Judge, size: int) 
     give a pair: a step the spot-check repeats whose first judgement is `ok` (an empty answer, a phrase-
     decided class or a failed first call gives none). A question the second judgement fails for is
     replaced by the next one, so `size` questions get two judgements whenever that many can; a round
-    in which the second judgement fails for every question ends it (a judge that answers nothing)."""
+    in which the second judgement fails for every question ends it (a judge that answers nothing). In
+    variant wording, a step with its own prompt (a rubric) is not repeated: `spot_skipped` says why."""
     pairable: dict[str, Work] = {}
     for cid, step, view in work:
         first = batch.outcomes[cid][step.name]
-        if step.spot_check is not None and first.status == "ok" and first.prompt_id is not None:
+        if step.spot_check is not None and second.variant and not has_variant(step):
+            batch.spot_skipped[step.name] = NO_VARIANT  # a rubric: asked in its own words only
+        elif step.spot_check is not None and first.status == "ok" and first.prompt_id is not None:
             pairable.setdefault(cid, []).append((cid, step, view))
+    for name, why in sorted(batch.spot_skipped.items()):
+        logging.getLogger(__name__).warning("spot-check: judge step %s not repeated: %s", name, why)
     order = sorted(pairable, key=_hash)
     size, judged, start = min(size, len(order)), set(), 0
     while len(judged) < size and start < len(order):

@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from raglake.errors import ConfigError
 from raglake.judge.gateway import JudgeGateway, JudgeResult
-from raglake.judge.prompts import get_prompt, get_variant
+from raglake.judge.prompts import Prompt, defined_prompt, get_prompt, get_variant, load_prompts
 from raglake.metrics import rules, steps
 from raglake.metrics.steps import CaseView, JudgeStep, StepOutcome
 
@@ -48,6 +49,27 @@ def _parse_error(result: JudgeResult, why: str) -> StepOutcome:
     )
 
 
+# why a step with its own prompt (a rubric) is not repeated by a spot-check in variant wording
+NO_VARIANT = (
+    "a rubric's prompt has no variant wording: the spot-check's --spot-check-variant does not repeat it "
+    "(spot-check it with a second model, --spot-check-model)"
+)
+
+
+def step_prompt(step: JudgeStep, prompt_id: str | None = None) -> Prompt:
+    """A prompt of the step (its first by default): the one it carries (a rubric's, versioned by its
+    content), else the prompt file of that id."""
+    pid = prompt_id or step.prompts[0]
+    if step.prompt_spec is not None and pid == step.prompts[0]:
+        return defined_prompt(step.prompt_spec)
+    return get_prompt(pid)
+
+
+def has_variant(step: JudgeStep) -> bool:
+    """Can the spot-check ask this step in its variant wording? Not a step with its own prompt (a rubric)."""
+    return step.prompt_spec is None
+
+
 class Judge:
     """A gateway plus what judge steps need besides it (the run's embedder, for answer_relevance); with
     `variant`, every prompt is asked in its variant wording (the spot-check's option B)."""
@@ -55,15 +77,21 @@ class Judge:
     def __init__(self, gateway: JudgeGateway, encoder: Any = None, variant: bool = False):
         self.gateway, self.encoder, self.variant = gateway, encoder, variant
 
-    async def ask(self, prompt_id: str, **values: Any) -> JudgeResult:
-        return await self.gateway.call(get_variant(prompt_id) if self.variant else get_prompt(prompt_id), values)
+    async def ask(self, prompt: str | Prompt, **values: Any) -> JudgeResult:
+        """Ask a prompt (a prompt file's id, or a Prompt such as a rubric's) with these values."""
+        chosen = get_prompt(prompt) if isinstance(prompt, str) else prompt
+        if self.variant:
+            if chosen.id not in load_prompts():  # not a prompt file (a rubric's own): no variant wording exists
+                raise ConfigError(f"prompt {chosen.ref}: {NO_VARIANT}")
+            chosen = get_variant(chosen.id)
+        return await self.gateway.call(chosen, values)
 
 
 StepFn = Callable[[Judge, CaseView], Awaitable[StepOutcome]]
 
 
-async def _single(j: Judge, prompt_id: str, **values: Any) -> StepOutcome:
-    result = await j.ask(prompt_id, **values)
+async def _single(j: Judge, prompt: str | Prompt, **values: Any) -> StepOutcome:
+    result = await j.ask(prompt, **values)
     return _done(result, result.output) if result.ok else _failed(result)
 
 
@@ -152,20 +180,21 @@ RUNNERS: dict[JudgeStep, StepFn] = {
 def prompt_refs(step_list: Iterable[JudgeStep]) -> tuple[str, str]:
     """("p1+p2", "v1+v2"): every prompt the steps use (sorted), with its current version, as score rows
     record them."""
-    prompts = sorted({p for step in step_list for p in step.prompts})
-    return "+".join(prompts), "+".join(str(get_prompt(p).version) for p in prompts)
+    versions = prompt_versions(step_list)
+    prompts = sorted(versions)
+    return "+".join(prompts), "+".join(str(versions[p]) for p in prompts)
 
 
 def prompt_versions(step_list: Iterable[JudgeStep]) -> dict[str, int]:
-    """Every prompt the steps may use, with its current version."""
-    return {p: get_prompt(p).version for step in sorted(step_list, key=lambda s: s.name) for p in step.prompts}
+    """Every prompt the steps may use, with its current version (a rubric's: its content_version)."""
+    return {p: step_prompt(s, p).version for s in sorted(step_list, key=lambda s: s.name) for p in s.prompts}
 
 
 async def run_step(judge: Judge, step: JudgeStep, view: CaseView) -> StepOutcome:
     """Run one step for one case. An outcome that reached the judge carries every prompt of the step with
     the versions the call used; one decided without a call carries none."""
     runner = RUNNERS.get(step)
-    o = await (runner(judge, view) if runner else _single(judge, step.prompts[0], **step.values(view)))
+    o = await (runner(judge, view) if runner else _single(judge, step_prompt(step), **step.values(view)))
     if o.prompt_id is None:
         return o
     ids, versions = prompt_refs([step])

@@ -4,11 +4,12 @@ StepOutcome each run leaves, and name the steps they read as these objects (`reg
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from raglake.errors import UnknownNameError
+from raglake.errors import ConfigError, UnknownNameError
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
 if TYPE_CHECKING:  # annotations only: context.py reads the step names declared here
@@ -93,7 +94,12 @@ def _judge_score(d: dict[str, Any]) -> float:
 
 @dataclass(frozen=True)
 class JudgeStep:
-    """One judge step. Equal (and hashed) by name and prompts, so a step survives pickling."""
+    """One judge step. Equal (and hashed) by name, prompts and its own prompt, so a step survives pickling.
+
+    A built-in step's prompts are files of the judge layer, named by id. A step defined at run time (a
+    user's rubric: raglake.metrics.rubrics) carries its one prompt itself, `prompt_spec`: the JSON of a
+    judge prompt's fields less its version (raglake.judge.prompts.Prompt; the judge layer derives the
+    version from the rendered template), so that it travels whole to a process that never saw it."""
 
     name: str
     prompts: tuple[str, ...]
@@ -104,9 +110,18 @@ class JudgeStep:
     # classes, None when the spot-check does not repeat this step
     spot_check: float | str | None = field(default=None, compare=False)
     score: Callable[[dict[str, Any]], float] = field(default=_judge_score, compare=False, repr=False)
+    prompt_spec: str | None = field(default=None, repr=False)  # its own prompt (JSON), None: prompt files
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return step_named, (self.name,)  # the constant itself: its rules are code, not data
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self.prompt_spec is None:
+            return step_named, (self.name,)  # the constant itself: its rules are code, not data
+        # a defined step: with its prompt, by value (its callables are module-level, pickled by reference)
+        return JudgeStep, tuple(getattr(self, f.name) for f in fields(self))
+
+    @property
+    def own_prompt(self) -> dict[str, Any] | None:
+        """The prompt the step carries (a plain dict of a judge prompt's fields less `version`), or None."""
+        return None if self.prompt_spec is None else json.loads(self.prompt_spec)
 
     def check(self, view: CaseView) -> str | None:
         """Why the step cannot apply to the case (decided without a judge), or None."""
@@ -228,9 +243,56 @@ ALL_STEPS: tuple[JudgeStep, ...] = (
 )
 
 
+# the CaseView fields a defined step may give its prompt (as variables of the same names), and the field
+# each needs non-empty (`requires`: the step does not apply to a case without it)
+VIEW_INPUTS = ("question", "answer", "contexts", "reference")
+_REQUIRED = {"answer": "answer", "contexts": "chunks", "reference": "reference"}
+
+
+@dataclass(frozen=True)
+class ViewValues:
+    """A defined step's variables: these fields of the CaseView, under their own names (a module-level
+    callable, so that the step pickles by value)."""
+
+    names: tuple[str, ...]
+
+    def __call__(self, view: CaseView) -> dict[str, str]:
+        return {n: getattr(view, n) for n in self.names}
+
+
+def defined_step(
+    name: str, prompt: Mapping[str, Any], inputs: tuple[str, ...], spot_check: float | None = None
+) -> JudgeStep:
+    """A step of one call of its own prompt (a plain dict: id, description, variables, system, user,
+    output_schema, max_tokens; no version) reading `inputs` (VIEW_INPUTS) of the case. Not registered:
+    add_step makes step_named find it."""
+    wrong = [i for i in inputs if i not in VIEW_INPUTS]
+    if wrong:
+        raise UnknownNameError(f"input of judge step {name!r}", wrong[0], VIEW_INPUTS)
+    spec = json.dumps(dict(prompt), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    requires = tuple(_REQUIRED[i] for i in inputs if i in _REQUIRED)
+    return JudgeStep(
+        name, (str(prompt["id"]),), requires, ViewValues(tuple(inputs)), spot_check=spot_check, prompt_spec=spec
+    )
+
+
+_DEFINED: dict[str, JudgeStep] = {}  # steps defined at run time (rubrics), by name
+
+
+def add_step(step: JudgeStep) -> JudgeStep:
+    """Make a defined step known to step_named (again: the new definition replaces the earlier one). A
+    built-in step's name is refused."""
+    if step.prompt_spec is None:
+        raise ValueError(f"judge step {step.name!r}: add_step takes a defined step (one with its own prompt)")
+    if any(s.name == step.name for s in ALL_STEPS):
+        raise ConfigError(f"judge step {step.name!r} has the name of a built-in step: rename it")
+    _DEFINED[step.name] = step
+    return step
+
+
 def step_named(name: str) -> JudgeStep:
-    """The declared step called `name`."""
-    found = next((s for s in ALL_STEPS if s.name == name), None)
+    """The declared step called `name`: a built-in one, or one defined in this process (add_step)."""
+    found = next((s for s in ALL_STEPS if s.name == name), None) or _DEFINED.get(name)
     if found is None:
-        raise UnknownNameError("judge step", name, [s.name for s in ALL_STEPS])
+        raise UnknownNameError("judge step", name, [*(s.name for s in ALL_STEPS), *_DEFINED])
     return found

@@ -15,9 +15,8 @@ from typing import Any
 from raglake.analysis import LakeQueries
 from raglake.errors import ConfigError
 from raglake.judge.ledger import JudgeLedger, call_key
-from raglake.judge.prompts import get_prompt
 from raglake.judge.stage import steps_for, wanted_steps
-from raglake.judge.steps import prompt_refs, prompt_versions
+from raglake.judge.steps import prompt_refs, prompt_versions, step_prompt
 from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import fetch
 from raglake.lake.store import Lake
@@ -194,7 +193,7 @@ def estimate_judge_calls(stored: StoredRun, todo: list[Metric], judge_config: An
         view = CaseView.of(case, capture, stored.config.k)
         for step in steps_for(CaseContext(case, capture, stored.config), wanted):
             calls += len(step.prompts)
-            first = get_prompt(step.prompts[0])
+            first = step_prompt(step)  # a prompt file, or a rubric's own prompt
             values = step.values(view)
             params = {"temperature": 0, "seed": judge_config.seed, "max_tokens": first.max_tokens}
             if ledger.lookup(call_key(judge_config.model, first.id, first.version, params, first.render(values))):
