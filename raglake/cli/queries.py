@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -16,7 +15,7 @@ from raglake.analysis import (
     missing_lake,
     parse_fdr,
 )
-from raglake.cli import render
+from raglake.cli import render, sql_run
 from raglake.cli.common import (
     LakeOpt,
     app,
@@ -25,7 +24,6 @@ from raglake.cli.common import (
     split_option,
 )
 from raglake.lake.calls import drift_note, judge_drift
-from raglake.lake.query import run_sql
 from raglake.pipeline.lakes import open_lake
 
 
@@ -187,12 +185,15 @@ def sql(
         ),
     ],
     lake: LakeOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every row as a JSON line, as they come, instead of a table.")
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0, help="Stop the query after this many seconds (0: never); Ctrl-C stops it too."
+        ),
+    ] = 300,
 ) -> None:
-    """Run SQL over the lake and print the result."""
-    table = run_sql(open_lake(lake).con, query)
-    if as_json:
-        for row in table.to_pylist():
-            print(json.dumps(row, default=str))
-    else:
-        render.console.print(render.arrow_table(table, max_rows=1000))
+    """Run SQL over the lake and print the result: a table of the first 1,000 rows, or every row with --json."""
+    sql_run.run(open_lake(lake).con, query, as_json=as_json, timeout=timeout)

@@ -20,14 +20,12 @@ from raglake.lake.layouts import current_columns, is_current
 from raglake.lake.resample import GROUPS_TYPE, resample_means_udf
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
+from raglake.lake.user_sql import check_read_only, run_sql, stream_sql  # noqa: F401  (a user's own SQL, also from here)
 
 SQL_DIR: Traversable = resources.files("raglake.sql")  # sql/ in a checkout, raglake/sql/ in an installed wheel
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_]\w*)")
 _COMMENT = re.compile(r"--[^\n]*")
 _READS_REGISTRY = re.compile(r"\b(?:FROM|JOIN)\s+metric_registry\b", re.IGNORECASE)
-# what `raglake sql` runs: queries (WITH, DESCRIBE, SHOW, SUMMARIZE, VALUES parse as SELECT) and EXPLAIN of one
-READ_ONLY = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
-_EXPLAIN = re.compile(r"^\s*EXPLAIN\b\s*(?:ANALY[SZ]E\b)?\s*(?:\([^)]*\))?", re.IGNORECASE)
 
 
 def _sql_files(folder: str = "") -> dict[str, Traversable]:
@@ -181,40 +179,3 @@ def scalar(con: duckdb.DuckDBPyConnection, text: str, **params: Any) -> Any:
     rows = fetch(con, text, **params)
     return rows[0][0] if rows else None
 
-
-def _kind(statement: Any) -> duckdb.StatementType:
-    """A statement's type; an EXPLAIN takes the type of what it explains (EXPLAIN ANALYZE runs it)."""
-    if statement.type != duckdb.StatementType.EXPLAIN:
-        return statement.type
-    inner = _EXPLAIN.sub("", statement.query, count=1)
-    kinds = [s.type for s in duckdb.extract_statements(inner)] if inner.strip() else []
-    return next((k for k in kinds if k not in READ_ONLY), statement.type)
-
-
-def check_read_only(text: str) -> None:
-    """Refuse SQL that is not a query: every statement must be a SELECT (WITH, DESCRIBE, SHOW, …)
-    or an EXPLAIN of one, as DuckDB's own parser classifies it."""
-    try:
-        statements = duckdb.extract_statements(text)
-        kinds = [_kind(s) for s in statements]
-    except duckdb.Error as e:
-        raise ConfigError(f"SQL error: {e}") from None
-    if not statements:
-        raise ConfigError("no SQL statement given")
-    for i, kind in enumerate(kinds, 1):
-        if kind not in READ_ONLY:
-            where = f" (statement {i} of {len(kinds)})" if len(kinds) > 1 else ""
-            raise ConfigError(
-                f"refused a {kind.name} statement{where}: the lake is read-only to queries; "
-                f"`raglake sql` runs SELECT, WITH, DESCRIBE, SHOW and EXPLAIN over the lake views"
-            )
-
-
-def run_sql(con: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
-    """A user's own read-only query over the lake views (see `check_read_only`); several statements
-    run in order and the last one's rows come back."""
-    check_read_only(text)
-    try:
-        return con.sql(text).to_arrow_table()
-    except duckdb.Error as e:
-        raise ConfigError(f"SQL error: {e}") from None
