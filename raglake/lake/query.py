@@ -178,4 +178,3 @@ def fetch(con: duckdb.DuckDBPyConnection, text: str, **params: Any) -> list[tupl
 def scalar(con: duckdb.DuckDBPyConnection, text: str, **params: Any) -> Any:
     rows = fetch(con, text, **params)
     return rows[0][0] if rows else None
-
