@@ -146,8 +146,8 @@ def metaeval_table(rows: list[dict[str, Any]], metaeval_id: str) -> Table:
 
 
 def _cells(r: dict[str, Any]) -> tuple[str, ...]:
-    ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""
-    figure = f"{r['value']:.3f}" if r["value"] is not None else "–"
+    ci = f"[{render.fmt(r['ci_low'])}, {render.fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
+    figure = render.fmt(r["value"])  # the one rounding: never -0.000
     note = r["status"] if r["status"] != "ok" else ""
     if r["reason"]:
         note += f" ({r['reason']})"

@@ -152,6 +152,8 @@ def _metric_rows(
             dict(base, statistic=st, value=None, status=status, reason=reason) for st in _statistics(kind, metric, v)
         ]
     rows = []
+    # a value that is not finite (inf, or b − a overflowing) has no correlation: said so, never a number
+    undefined = "one_class_or_constant" if np.isfinite(v).all() and np.isfinite(y).all() else "value_not_finite"
     for statistic, fn in _statistics(kind, metric, v).items():
         value = fn(y, v)
         low, high = stats.bootstrap_ci(fn, y, v, groups, s.resamples, s.seed)
@@ -165,7 +167,7 @@ def _metric_rows(
                 ci_high=high if np.isfinite(high) else None,
                 resamples=s.resamples,
                 status=status,
-                reason=None if status == "ok" else "one_class_or_constant",
+                reason=None if status == "ok" else undefined,
                 threshold=_threshold(metric, v) if statistic in ("balanced_accuracy", "accuracy", "kappa") else None,
             )
         )

@@ -57,15 +57,35 @@ def cohen_kappa(y: np.ndarray, pred: np.ndarray) -> float:
     return float("nan") if p_e == 1 else (p_o - p_e) / (1 - p_e)
 
 
+def _unit(x: np.ndarray) -> np.ndarray | None:
+    """x centred and scaled to length 1, or None when x is constant. x is first divided by its largest
+    magnitude, so that no sum or square can overflow whatever finite values it holds (a label of 1e308)."""
+    big = np.abs(x).max(initial=0.0)
+    if big == 0:
+        return None
+    d = x / big
+    d = d - d.mean()
+    norm = np.sqrt((d * d).sum())  # each |d| ≤ 2: the sum is at most 4·n
+    return None if norm == 0 else d / norm
+
+
 def pearson(y: np.ndarray, s: np.ndarray) -> float:
+    """Pearson's r, computed so that it cannot overflow (a correlation does not change with the scale);
+    NaN (undefined) for a constant side or a value that is not finite."""
     y, s = np.asarray(y, dtype=float), np.asarray(s, dtype=float)
-    dy, ds = y - y.mean(), s - s.mean()
-    denominator = np.sqrt((dy * dy).sum() * (ds * ds).sum())
-    return float("nan") if denominator == 0 else float((dy * ds).sum() / denominator)
+    if not (np.isfinite(y).all() and np.isfinite(s).all()):
+        return float("nan")
+    uy, us = _unit(y), _unit(s)
+    if uy is None or us is None:
+        return float("nan")
+    return float(np.clip((uy * us).sum(), -1.0, 1.0))
 
 
 def spearman(y: np.ndarray, s: np.ndarray) -> float:
-    """Pearson's r of the ranks (ties averaged)."""
+    """Pearson's r of the ranks (ties averaged); NaN where a value is not finite (it has no rank)."""
+    y, s = np.asarray(y, dtype=float), np.asarray(s, dtype=float)
+    if not (np.isfinite(y).all() and np.isfinite(s).all()):
+        return float("nan")
     return pearson(rankdata(y), rankdata(s))
 
 

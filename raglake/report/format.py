@@ -41,7 +41,8 @@ def number(value: Any, digits: int = DIGITS, *, thousands: bool = False) -> str:
     if isinstance(value, int):
         return f"{value:,}" if thousands else str(value)
     if isinstance(value, float):
-        return f"{value:,.{digits}f}" if thousands else f"{value:.{digits}f}"
+        text = f"{value:,.{digits}f}" if thousands else f"{value:.{digits}f}"
+        return text[1:] if text.startswith("-") and not text.strip("-0.,") else text  # never "-0.000"
     return str(value)
 
 
@@ -49,7 +50,7 @@ def rounded(value: float | None, digits: int = DIGITS) -> float | None:
     """The number as displayed, as a float (for tables of plain values, such as a Prefect table artifact)."""
     if value is None or math.isnan(value):
         return None
-    return float(f"{value:.{digits}f}")
+    return float(f"{value:.{digits}f}") + 0.0  # + 0.0: -0.0 becomes 0.0
 
 
 def pvalue(value: float | None) -> str:
