@@ -31,7 +31,8 @@ from raglake.metrics.registry import Metric, add_metric, remove_metric
 
 ENTRY_POINT_GROUP = "raglake.metrics"
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_RAGLAKE = str(Path(__file__).resolve().parents[1])  # raglake's own frames are not where a plugin failed
+# raglake's own frames and the import machinery's are not where a plugin failed
+_NOT_THERE = (str(Path(__file__).resolve().parents[1]), str(Path(importlib.__file__).parent), "<frozen")
 
 _LOCK = threading.RLock()
 _FILES: dict[str, tuple[str, list[Metric]]] = {}  # plugin file (absolute) -> (sha256 of its bytes, its metrics)
@@ -166,8 +167,8 @@ def _marked(module: types.ModuleType) -> list[Metric]:
 def _failure(what: str, e: BaseException, file: str | None, label: str) -> str:
     """`what`: <where> (<the line>): <ExcType>: <message>, where is the plugin's own line when the exception
     passed through it, else the innermost line outside raglake (and outside the import machinery)."""
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<frozen")]
-    own = [f for f in frames if f.filename == file] or [f for f in frames if not f.filename.startswith(_RAGLAKE)]
+    frames = traceback.extract_tb(e.__traceback__)
+    own = [f for f in frames if f.filename == file] or [f for f in frames if not f.filename.startswith(_NOT_THERE)]
     at = own[-1] if own else None
     where = ""
     if at is not None:
@@ -180,11 +181,10 @@ def _failure(what: str, e: BaseException, file: str | None, label: str) -> str:
 
 
 def _short_path(filename: str) -> str:
+    """A file as short as it is clear: relative to the working folder, else to the import path it lies on."""
     path = Path(filename)
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return filename
+    roots = [root for root in [Path.cwd(), *(Path(p) for p in sys.path if p)] if path.is_relative_to(root)]
+    return min((path.relative_to(root).as_posix() for root in roots if root != path), key=len, default=filename)
 
 
 def load_entry_points() -> list[str]:
@@ -217,6 +217,12 @@ def _load_entry_point(ep: importlib.metadata.EntryPoint, claimed: dict[str, str]
         raise ConfigError(_failure(f"{label} failed to load", e, None, ep.value)) from e
     finally:
         LOADING.reset(token)
+    if ep.attr and getattr(obj, MARK, None) is None:  # it names an object: that one must be a metric
+        roll_back(loading)
+        raise ConfigError(
+            f"{label} names {obj!r}, which is not a function decorated with @raglake.metric (an entry point "
+            "names a module of metrics or one metric's function)"
+        )
     metrics = list(loading.defined.values()) or _entry_metrics(obj, label)
     out = []
     for m in metrics:  # imported before, outside a load (it registered as a plugin then): an entry point's now
