@@ -271,6 +271,35 @@ def test_a_metrics_version_changes_with_its_code_and_only_its_own(tmp_path):
     assert helper["brief"] != first["brief"] and helper["polite"] == first["polite"]
 
 
+DATA = """
+import re
+
+import raglake
+
+POLICY = re.compile({pattern!r})
+WORDS = {words!r}
+
+
+@raglake.metric("cites_policy")
+def cites_policy(case):
+    return bool(POLICY.search(case.answer or "")) and any(w in (case.answer or "") for w in WORDS)
+"""
+
+
+def test_a_metrics_version_follows_the_patterns_and_word_lists_it_reads(tmp_path):
+    def version(pattern: str = "PN-[0-9]{4}", words: object = ("policy",)) -> str:
+        plugin(tmp_path, DATA.format(pattern=pattern, words=words))
+        load_plugins(["checks.py"], str(tmp_path))
+        return get_metric("cites_policy").version
+
+    first = version()
+    assert version() == first
+    assert version(pattern="PN-[0-9]{5}") != first
+    assert version(words=("policy", "rule")) != first
+    assert version(words={"policy"}) == version(words={"policy"}) != first
+    assert version(words={"policy": 1}) != version(words={"policy": 2})
+
+
 # ---- loading plugin files -----------------------------------------------------------------------------
 
 

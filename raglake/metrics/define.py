@@ -190,14 +190,28 @@ def _named(fn: Any) -> list[tuple[str, str]]:
                 found[name] = _source(obj)
                 if inspect.isfunction(obj):
                     todo.append(obj)
-            elif _constant(obj):
-                found[name] = repr(obj)
+            elif (text := _constant(obj)) is not None:
+                found[name] = text
     return sorted(found.items())
 
 
-def _constant(obj: Any) -> bool:
-    """A value whose repr is its content (a threshold, a pattern's text, a tuple of words)."""
-    return isinstance(obj, _CONSTANTS) or (isinstance(obj, tuple) and all(isinstance(x, _CONSTANTS) for x in obj))
+def _constant(obj: Any, depth: int = 0) -> str | None:
+    """The content of a value a metric reads as data (a threshold, a compiled pattern, a list, set or dict of
+    words), as text that does not depend on the process (sets sorted); None for anything else."""
+    if isinstance(obj, _CONSTANTS):
+        return repr(obj)
+    if isinstance(obj, re.Pattern):
+        return f"re.compile({obj.pattern!r}, {int(obj.flags)})"
+    if depth > 4 or not isinstance(obj, (tuple, list, set, frozenset, dict)):
+        return None
+    pairs = obj.items() if isinstance(obj, dict) else ((x, None) for x in obj)
+    parts = []
+    for key, value in pairs:
+        k, v = _constant(key, depth + 1), _constant(value, depth + 1)
+        if k is None or v is None:
+            return None
+        parts.append(f"{k}: {v}" if isinstance(obj, dict) else k)
+    return f"{type(obj).__name__}[{', '.join(sorted(parts) if isinstance(obj, (set, frozenset)) else parts)}]"
 
 
 def _first_line(fn: Any) -> int:
