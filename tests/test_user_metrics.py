@@ -7,6 +7,7 @@ built-ins only, and `raglake metrics [--check] --plugin FILE`."""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -298,6 +299,28 @@ def test_a_metrics_version_follows_the_patterns_and_word_lists_it_reads(tmp_path
     assert version(words=("policy", "rule")) != first
     assert version(words={"policy"}) == version(words={"policy"}) != first
     assert version(words={"policy": 1}) != version(words={"policy": 2})
+
+
+def test_a_metrics_version_is_the_same_in_every_process(tmp_path):
+    """rescore runs in another process than the run it compares with: the hash may not depend on the
+    process (set order under hash randomization, addresses)."""
+    plugin(tmp_path, DATA.format(pattern="PN-[0-9]{4}", words={"policy", "rule", "clause", "section"}))
+    load_plugins(["checks.py"], str(tmp_path))
+    code = (
+        "import sys; from raglake.metrics.plugins import load_plugins; from raglake.metrics.registry import get_metric;"
+        "load_plugins(['checks.py'], sys.argv[1]); print(get_metric('cites_policy').version)"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2", "3")
+    }
+    assert seen == {get_metric("cites_policy").version}
 
 
 # ---- loading plugin files -----------------------------------------------------------------------------
