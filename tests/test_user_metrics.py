@@ -100,6 +100,8 @@ def test_the_issues_example_registers_a_versioned_case_metric_of_the_plugin(tmp_
         ({"scale": "percent"}, "scale 'percent' of metric 'm': use '0-1', 'binary'"),
         ({"scale": "5-1"}, "scale '5-1'"),
         ({"higher_is_better": "yes"}, "higher_is_better of metric 'm' is True, False or None"),
+        ({"higher_is_better": 1}, "higher_is_better of metric 'm' is True, False or None, not 1"),
+        ({"inputs": None}, "inputs of metric 'm' is a list of names (of question, answer, contexts"),
         ({"description": 3}, "description of metric 'm' is a string"),
     ],
 )
@@ -121,6 +123,12 @@ def test_the_function_takes_the_case_and_nothing_else():
 
     with pytest.raises(ConfigError, match="decorates a function"):
         raglake.metric("obj")(object())
+    with pytest.raises(ConfigError, match=r"takes the metric's name first: @raglake.metric\("):
+
+        @raglake.metric
+        def unnamed(case):
+            return 1
+
     assert "two" not in {m.name for m in registry.all_metrics()}
 
 

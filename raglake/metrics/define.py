@@ -110,6 +110,8 @@ def _checked(
     description: Any,
 ) -> tuple[str, ...]:
     """Refuse bad metadata where the decorator is written; the declared inputs, in order, once each."""
+    if callable(name):
+        raise ConfigError('@raglake.metric takes the metric\'s name first: @raglake.metric("my_metric")')
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigError(
             f"metric name {name!r}: use 1 to 64 lowercase letters, digits and '_', a letter first "
@@ -119,7 +121,7 @@ def _checked(
         raise ConfigError(f"version {version!r} of metric {name!r}: use a short word such as '1' or '2.1'")
     if family not in FAMILIES:
         raise UnknownNameError(f"family of metric {name!r}", str(family), FAMILIES)
-    if higher_is_better not in (True, False, None):
+    if not (higher_is_better is None or isinstance(higher_is_better, bool)):
         raise ConfigError(f"higher_is_better of metric {name!r} is True, False or None, not {higher_is_better!r}")
     if applies_to not in APPLIES_TO:
         raise UnknownNameError(f"applies_to of metric {name!r}", str(applies_to), APPLIES_TO)
@@ -127,7 +129,9 @@ def _checked(
         raise ConfigError(f"scale {scale!r} of metric {name!r}: use {SCALES_HELP}")
     if description is not None and not isinstance(description, str):
         raise ConfigError(f"description of metric {name!r} is a string, not {type(description).__name__}")
-    names = (inputs,) if isinstance(inputs, str) else tuple(inputs)
+    names = (inputs,) if isinstance(inputs, str) else tuple(inputs) if isinstance(inputs, (list, tuple)) else None
+    if names is None:
+        raise ConfigError(f"inputs of metric {name!r} is a list of names (of {', '.join(INPUTS)}), not {inputs!r}")
     for i in names:
         if i not in INPUTS:
             raise UnknownNameError(f"input of metric {name!r}", str(i), INPUTS)
