@@ -158,3 +158,21 @@ def test_a_judge_redirect_is_not_followed_and_says_so(tmp_path: Path) -> None:
 def test_a_judges_compressed_reply_under_the_cap_is_read_as_before(tmp_path: Path) -> None:
     result, _, _ = judge_once(Answer(gzip.compress(ENVELOPE), headers=(("Content-Encoding", "gzip"),)), tmp_path)
     assert result.status == "ok" and result.output == GROUNDED
+
+
+# ---- what a hostile server said, printed ------------------------------------------------------------------
+
+
+def test_a_reason_holding_rich_markup_is_printed_as_written() -> None:
+    """An error text is the server's: `[/]` in it made the run's summary raise MarkupError (after the run
+    had landed), and the `[redacted]` marker vanished from the printed line (rich took it for a style)."""
+    from raglake.cli import render
+
+    reason = "judge error: HTTP 401: [/] Bearer [redacted]"
+    row = {"metric": "groundedness", "family": "judge", "n": 0, "n_rows": 3, "n_failed": 3, "main_reason": reason}
+    with render.console.capture() as printed:
+        for line in render.unscored_lines([row]):
+            render.console.print(line, highlight=False)
+        render.console.print(render.summary_table([{**row, "n": 2, "mean": 3.0}], "run r"))
+    assert "failed on every case (judge error: HTTP 401: [/] Bearer [redacted])" in printed.get()
+    assert "3 failed (mostly judge error: HTTP 401: [/] Bearer [redacted])" in printed.get()

@@ -11,11 +11,15 @@ import asyncio
 import base64
 import gzip
 import json
+import os
 import secrets
+import subprocess
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from raglake.judge.config import JudgeConfig
@@ -28,7 +32,8 @@ from raglake.lake.store import Lake
 from raglake.redact import REDACTED, Redactor
 from raglake.targets.http_client import capture_all
 from raglake.targets.http_config import load_http_config
-from tests.fake_openai import completion, ok
+from tests.conftest import ROOT
+from tests.fake_openai import canned_reply, completion, ok
 from tests.faultkit import Answer, FaultServer, Request, golden_cases, json_answer, service_body, service_config
 
 TOKEN_VAR, KEY_VAR = "RAGLAKE_HOSTILE_TOKEN", "RAGLAKE_HOSTILE_KEY"
@@ -163,3 +168,162 @@ def test_the_redactor() -> None:
     cut = redact.error("x" * 290 + secret, 300)  # a secret across the cut is not left half there
     assert secret[:10] not in cut and len(cut) == 300
     assert redact.body(f'{{"a": "{secret}"}}'.encode()) == f'{{"a": "{REDACTED}"}}'.encode()
+
+
+# ---- end to end: run, report, metaeval through the command line, then every byte they left -------------
+
+GOLDEN = [
+    {
+        "id": cid,
+        "question": f"What does note {cid} say?",
+        "reference_answer": f"answer to {cid}",
+        "gold_supports": [{"rel_path": "notes/a.md", "heading_path": "A"}],
+    }
+    for cid in ("c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9")
+]
+
+
+def hostile_service(token_seen: list[str]) -> Any:
+    """c1: a 401 echoing the headers; c2: 500s echoing them (retried); c3: a redirect carrying the token;
+    c4: an answer repeating the Authorization header; the rest answer properly."""
+
+    def respond(request: Request) -> Answer:
+        auth = request.headers.get("authorization", "")
+        token_seen.append(auth)
+        case_id = request.json()["case_id"]
+        if case_id == "c1":
+            return json_answer({"detail": f"invalid credentials {echo(request)}"}, status=401)
+        if case_id == "c2":
+            return Answer(f"upstream failed for {auth}".encode(), status=500, content_type="text/plain")
+        if case_id == "c3":
+            return Answer(b"", status=302, headers=(("Location", f"http://sso.invalid/?{auth.split()[-1]}"),))
+        if case_id == "c4":
+            return json_answer({**service_body(case_id), "answer": f"answer to {case_id} (you are {auth})"})
+        return json_answer(service_body(case_id))
+
+    return respond
+
+
+def hostile_judge(key_seen: list[str]) -> Any:
+    """An OpenAI-compatible judge that answers some prompts with a 401 echoing the key and the others
+    with a valid verdict whose reasoning repeats the Authorization header."""
+    from tests.fake_openai import prompt_id_of
+
+    def respond(request: Request) -> Answer:
+        auth = request.headers.get("authorization", "")
+        key_seen.append(auth)
+        body = request.json()
+        user = next((m["content"] for m in body.get("messages", []) if m["role"] == "user"), "")
+        if prompt_id_of(body) == "groundedness" or any(w in user for w in ("c2", "c5", "Marlowe", "Lyon")):
+            return json_answer({"error": {"message": f"Incorrect API key provided: {auth}"}}, status=401)
+        reply = canned_reply(body)
+        verdict = json.loads(reply.content)
+        if isinstance(verdict, dict):
+            verdict["reasoning"] = f"checked with {auth}"
+        return json_answer(completion(ok(verdict), body))
+
+    return respond
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)] + [s for k in value for s in strings(k)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
+def leaks(root: Path, needles: list[str]) -> list[str]:
+    """Every file under `root` holding a needle: in its raw bytes, gzip'd, or in any string cell of a
+    Parquet file (zstd-compressed pages hide raw bytes)."""
+    found = []
+    raw_needles = [n.encode() for n in needles]
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        texts = [data]
+        if data[:2] == b"\x1f\x8b":
+            texts.append(gzip.decompress(data))
+        if any(n in t for t in texts for n in raw_needles):
+            found.append(f"{path} (bytes)")
+        if data[:4] == b"PAR1":
+            cells = strings(pq.read_table(path).to_pylist())
+            if any(n in cell for cell in cells for n in needles):
+                found.append(f"{path} (parquet)")
+    return found
+
+
+def parquet_count(root: Path) -> int:
+    return sum(1 for p in root.rglob("*") if p.is_file() and p.read_bytes()[:4] == b"PAR1")
+
+
+@pytest.mark.e2e
+def test_the_planted_secrets_are_nowhere_after_run_report_and_metaeval(prefect_harness, tmp_path: Path) -> None:  # noqa: ANN001
+    from prefect.settings import PREFECT_API_URL
+
+    key, token = planted("sk"), planted("tok")
+    work = tmp_path / "work"
+    work.mkdir()
+    golden = work / "golden.jsonl"
+    golden.write_text("".join(json.dumps(c) + "\n" for c in GOLDEN))
+    lake, cache = tmp_path / "lake", tmp_path / "cache"
+    env = {
+        **os.environ,
+        KEY_VAR: key,
+        TOKEN_VAR: token,
+        "COLUMNS": "200",
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "RAGLAKE_CACHE": str(cache),
+    }
+    env.pop("RAGLAKE_RESULTS", None)  # the results store: <lake>/_results
+    key_seen: list[str] = []
+    token_seen: list[str] = []
+    outputs: list[str] = []
+
+    def raglake(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "raglake", *args], cwd=work, env=env, capture_output=True, text=True, timeout=600
+        )
+        outputs.extend([done.stdout, done.stderr])
+        return done
+
+    with FaultServer(hostile_service(token_seen)) as service, FaultServer(hostile_judge(key_seen)) as judge:
+        config = service_config(
+            work, service.port, headers={"Authorization": f"Bearer ${{{TOKEN_VAR}}}"}, retries=1, backoff_s=0.01
+        )
+        judge_args = ["--judge-base-url", judge.url("/v1"), "--judge-model", "gpt-4o-mini"]
+        judge_args += ["--judge-api-key-env", KEY_VAR]
+        run = raglake(
+            "run", "--golden", str(golden), "--target", f"http:{config}", "--lake", str(lake),
+            "--run-id", "r-secrets", "-m", "recall_any_at_k,groundedness,correctness", *judge_args,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert REDACTED in run.stdout  # the judge's failure line was printed, the key in it redacted
+        report = raglake("report", "r-secrets", "--lake", str(lake), "-o", str(tmp_path / "report.html"))
+        assert report.returncode == 0, report.stdout + report.stderr
+        judged_by_the_run = len(key_seen)
+        metaeval = raglake(
+            "metaeval", "--data", str(ROOT / "tests" / "fixtures" / "metaeval_tiny.jsonl"), "--datasets", "tiny_qa",
+            "--metrics", "answer_class_correct", "--max-items", "0", "--resamples", "100", "--lake", str(lake),
+            *judge_args,
+        )  # fmt: skip
+        assert metaeval.returncode == 0, metaeval.stdout + metaeval.stderr
+
+    # the servers really got the secrets, and really said them back
+    assert f"Bearer {token}" in token_seen and f"Bearer {key}" in key_seen
+    q = connect(Lake(str(lake)))
+    errors = dict(q.sql("SELECT case_id, capture_error FROM cases WHERE run_id = 'r-secrets'").fetchall())
+    assert {"c1", "c2", "c3"} <= {c for c, e in errors.items() if e and REDACTED in e}, errors
+    assert "not followed" in errors["c3"]
+    reasons = [r[0] for r in q.sql("SELECT error FROM judge_calls WHERE status = 'judge_error'").fetchall()]
+    assert reasons and all(REDACTED in r for r in reasons), reasons
+    assert len(key_seen) > judged_by_the_run  # metaeval asked the judge too (and was refused some)
+    assert q.sql("SELECT count(*) FROM metaeval").fetchall()[0][0] > 0
+    assert (tmp_path / "report.html").stat().st_size > 0 and parquet_count(lake) > 0
+    assert any((lake / "_results").rglob("*")) and any((cache / "captures").rglob("*"))
+
+    # ... and kept them nowhere: the lake, _results, _cache, the report, the inputs, what was printed
+    (tmp_path / "printed.txt").write_text("\n".join(outputs))
+    found = leaks(tmp_path, [key, token])
+    assert not found, "the planted key or token is in:\n" + "\n".join(found)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 
 from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue
@@ -59,7 +60,8 @@ def _status_note(row: dict[str, Any]) -> str:
         if row.get(key):
             parts.append(f"{row[key]} {label}")
     note = ", ".join(parts)
-    return f"{note} (mostly {row['main_reason']})" if note and row.get("main_reason") else note
+    # a reason may hold a server's words: escaped, or `[/]` in it breaks the table and `[redacted]` vanishes
+    return f"{note} (mostly {escape(row['main_reason'])})" if note and row.get("main_reason") else note
 
 
 def summary_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
@@ -84,7 +86,7 @@ def unscored_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     """One line per family × status × reason for the metrics without any value ("18 judge metrics
     skipped: no judge configured"); failures in red."""
     style = {"failed": "bold red", "skipped": "dim", "undefined": "dim"}
-    return [f"[{style[g['status']]}]{g['text']}[/]" for g in fold_unscored(rows)]
+    return [f"[{style[g['status']]}]{escape(g['text'])}[/]" for g in fold_unscored(rows)]
 
 
 def _cell(row: dict[str, Any]) -> str:
