@@ -49,8 +49,13 @@ class UnknownNameError(ConfigError):
 
     def __init__(self, kind: str, name: str, choices: Iterable[str]):
         choices = sorted(choices)
+        self.kind, self.name, self.choices = kind, name, choices
         listing = ", ".join(choices[:12]) + (" …" if len(choices) > 12 else "")
         super().__init__(f"unknown {kind} {name!r}{did_you_mean(name, choices)}; known: {listing}")
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its three parts (a Dask worker sends it back to the flow)."""
+        return type(self), (self.kind, self.name, self.choices)
 
 
 def unexpected_error(e: BaseException) -> str:

@@ -14,7 +14,7 @@ from prefect.utilities.annotations import quote
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.context import ScoringConfig
-from raglake.metrics.registry import get_metric
+from raglake.metrics.registry import Metric, get_metric
 from raglake.pipeline.case_table import cases_table_from_columns
 from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.plan import score_key, scoring_token
@@ -33,6 +33,9 @@ class ScoreSettings:
     known_docs: frozenset[str]
     embedding: EmbeddingSpec | None
     token: str
+    # the run's metrics that are not built in (a user's plugin, rubric or assertion): a Dask worker in another
+    # process has not registered them, so they travel with the settings (a plugin's code by value)
+    own: tuple[Metric, ...] = ()
 
     @classmethod
     def of(
@@ -42,7 +45,13 @@ class ScoreSettings:
         known_docs: frozenset[str],
         embedding: EmbeddingSpec | None,
     ) -> ScoreSettings:
-        return cls(versions, config, known_docs, embedding, scoring_token(versions, config, known_docs, embedding))
+        own = tuple(m for m in map(get_metric, versions) if not m.builtin)
+        return cls(versions, config, known_docs, embedding, scoring_token(versions, config, known_docs, embedding), own)
+
+    def metrics(self) -> list[Metric]:
+        """The metrics to compute, in order: the run's own as they came, the built-ins from the registry."""
+        own = {m.name: m for m in self.own}
+        return [own.get(name) or get_metric(name) for name in self.versions]
 
 
 @task(name="score-batch", cache_policy=NO_CACHE)
@@ -51,7 +60,7 @@ def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
     found = find_scored(batch.results, batch.index, key)
     if found is not None:
         return found
-    metrics = [get_metric(name) for name in settings.versions]
+    metrics = settings.metrics()
     embedding, store = settings.embedding, batch.store()
     with store.local(batch.cases, batch.captured()) as (cases_path, captures_path):
         columns = ColumnarBatch.from_files(cases_path, captures_path, canonical=True)  # staged: models' dumps

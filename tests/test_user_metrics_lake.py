@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -19,11 +21,13 @@ from raglake.lake.store import Lake
 from raglake.metrics import plugins, registry
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.plugins import load_plugins
-from raglake.metrics.registry import get_metric
+from raglake.metrics.registry import get_metric, metric_versions
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.rescore import plan_rescore
 from raglake.pipeline.scoring import score_batch, score_columnar
+from raglake.pipeline.staging import stage_pairs
 from raglake.schemas import Capture, GoldenCase
+from raglake.tasks.score import ScoreSettings
 from tests.lakekit import MINI_GOLDEN, MINI_REPLAY, land
 
 MINI_CAPTURES = MINI_REPLAY.removeprefix("replay:")
@@ -162,3 +166,60 @@ def test_the_rescore_flow_lands_new_rows_for_the_edited_metric_only(tmp_path, pr
     )
     assert latest == [("short_answer", [get_metric("short_answer").version], [0.0, 0.0, 0.0])]
     assert json.dumps(report["by_reason"]).count("metric version") == 1
+
+
+WORKER = """
+import pickle, sys
+import pyarrow.parquet as pq
+from raglake.pipeline.staging import Store
+from raglake.tasks.score import score_cases
+
+batch, settings = pickle.loads(open(sys.argv[1], "rb").read())
+ref = score_cases.fn(batch, settings)
+store = Store(batch.results)
+table = pq.read_table(store.path(f"{ref.folder}/scores.parquet"), filesystem=store.fs)
+print(sorted(set(zip(table["metric"].to_pylist(), table["status"].to_pylist()))))
+"""
+
+
+def test_a_scoring_worker_in_another_process_scores_the_users_metrics(tmp_path):
+    """A Dask worker unpickles the task's settings in a process that never loaded the plugin (and cannot:
+    the file is gone); the run's own metrics travel with the settings, their code by value."""
+    import cloudpickle
+
+    checks(tmp_path)
+    metrics = [get_metric(n) for n in ("short_answer", "picky", "recall_any_at_k")]
+    pairs = _pairs()
+    [batch] = stage_pairs(str(tmp_path / "results"), [c for c, _ in pairs], [c for _, c in pairs], 10, "test")
+    settings = ScoreSettings.of(metric_versions(metrics), ScoringConfig(), frozenset(), None)
+    blob = tmp_path / "task.pkl"
+    blob.write_bytes(cloudpickle.dumps((batch, settings)))
+    (tmp_path / "checks.py").unlink()
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    done = subprocess.run([sys.executable, str(script), str(blob)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str(
+        [
+            ("picky", "metric_error"),
+            ("picky", "ok"),
+            ("picky", "undefined"),
+            ("recall_any_at_k", "ok"),
+            ("recall_any_at_k", "undefined"),
+            ("short_answer", "ok"),
+            ("short_answer", "undefined"),
+        ]
+    )
+
+
+def test_an_unknown_metric_error_pickles_whole_from_a_worker():
+    """A worker's UnknownNameError reached the flow as "TypeError: UnknownNameError.__init__() missing 2
+    required positional arguments" (Dask pickles a task's exception)."""
+    import pickle
+
+    from raglake.errors import UnknownNameError
+
+    e = UnknownNameError("metric", "short_answr", ["short_answer", "picky"])
+    again = pickle.loads(pickle.dumps(e))
+    assert type(again) is UnknownNameError and str(again) == str(e)
+    assert "did you mean 'short_answer'?" in str(again)
