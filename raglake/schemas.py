@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from raglake.anchors import heading_segments, heading_string, normalise_rel_path
+from raglake.assertion_specs import AssertionSpec
 from raglake.errors import did_you_mean
 from raglake.textfiles import MAX_NESTING
 
@@ -183,6 +184,8 @@ def answer_sha256(answer: str) -> str:
 
 
 class GoldenCase(_Strict):
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+
     id: Id
     question: str = Field(min_length=1)
     reference_answer: str | None = None
@@ -196,6 +199,12 @@ class GoldenCase(_Strict):
     required_support_groups: list[list[StrictInt]] = Field(default_factory=list)
     recency_conflict_rule: str | None = None
     labels: CaseLabels | None = None
+    # the question's own assertions (raglake.metrics.assertions: the metric question_assertions); written
+    # `assert:` (a Python keyword, so the field has another name), dumped only when there are some, so the
+    # canonical line and content hash of a case without any stay what they were; metadata stays the last key
+    assertions: list[AssertionSpec] = Field(
+        default_factory=list, alias="assert", exclude_if=lambda v: not v, description="the question's own assertions"
+    )
     metadata: Annotated[dict[str, Any], AfterValidator(_plain_metadata)] = Field(default_factory=dict)
 
     @field_validator("tags")

@@ -102,7 +102,7 @@ def _validated(path: str | Path, canonical: bool = False) -> tuple[list[GoldenCa
 
 def golden_from_models(path: str, models: list[GoldenCase], numbers: list[int] | None = None) -> GoldenColumns:
     """Columns of validated models (their values are taken as they are)."""
-    dumps = [m.model_dump_json(exclude={"metadata"}).encode() for m in models]
+    dumps = [m.model_dump_json(exclude={"metadata", "assertions"}).encode() for m in models]
     lines = from_dumps(path, dumps, numbers or range(1, len(models) + 1))
     cols = golden_columns(read_table(lines, golden_schema), lines, normalise=False)
     cols.models = models
@@ -120,6 +120,8 @@ def golden_columns(table: pa.Table, lines: Lines, *, normalise: bool = True) -> 
     if (norm.mask(pc.equal(rule, "cite_newer")) & ~dated).any():
         raise BulkProblem("cite_newer without dated supports")
     chunk_labels, answer_labels, annotated = _labels(table.column("labels"), n, nulls, normalise)
+    if normalise and ("assert" in table.column_names or "assertions" in table.column_names):
+        raise BulkProblem("a case's own assertions: validated record by record (an error names the line)")
     if "metadata" in table.column_names:
         meta = table.column("metadata")
         if not (pa.types.is_struct(meta.type) or pa.types.is_null(meta.type)):

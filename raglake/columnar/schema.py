@@ -66,7 +66,9 @@ def heading_type(form: str) -> pa.DataType:
     return pa.list_(_STR) if form == "list" else _STR
 
 
-GOLDEN_FREE_FORM = ("metadata",)  # golden fields whose content the reader infers and scoring never reads
+# golden fields whose content the reader infers and scoring never reads in columns: metadata, and a case's
+# own assertions (`assert`, or its field name `assertions`), which a metric reads from the case's model
+GOLDEN_FREE_FORM = ("assert", "assertions", "metadata")
 # fields that may be absent (a default applies) but not null: a null read for one of them is checked on the line
 NOT_NULL_WITH_DEFAULT = (
     "answerable",

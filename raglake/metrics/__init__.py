@@ -4,6 +4,7 @@ any of it can be read."""
 
 from raglake.metrics import (  # noqa: F401
     abstention,
+    assertions,
     coverage,
     embedding,
     judge,
