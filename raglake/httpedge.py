@@ -6,8 +6,11 @@ the client never follows a redirect (the caller says which it was); the callers 
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
 
 import httpx
 
@@ -31,13 +34,14 @@ class _Coding:
     """One content-coding's decoder, fed a chunk at a time, giving its output in bounded pieces; gzip
     members one after another are one body (RFC 1952), deflate may be zlib-wrapped or raw."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, decoding_error: type[Exception]):
+        self.decoding_error = decoding_error
         if name in ("gzip", "x-gzip"):
             self.wbits = 16 + zlib.MAX_WBITS
         elif name == "deflate":
             self.wbits = zlib.MAX_WBITS
         else:
-            raise httpx.DecodingError(f"the response's content-encoding {name!r} is not supported ({ACCEPT_ENCODING})")
+            raise decoding_error(f"the response's content-encoding {name!r} is not supported ({ACCEPT_ENCODING})")
         self.name, self.started = name, False
         self.d = zlib.decompressobj(self.wbits)
 
@@ -49,7 +53,7 @@ class _Coding:
                 if self.name == "deflate" and not self.started and self.wbits > 0:  # raw deflate, no zlib header
                     self.wbits, self.d = -zlib.MAX_WBITS, zlib.decompressobj(-zlib.MAX_WBITS)
                     continue
-                raise httpx.DecodingError(f"the response is not valid {self.name}: {e}") from None
+                raise self.decoding_error(f"the response is not valid {self.name}: {e}") from None
             self.started = True
             if out:
                 yield out
@@ -74,71 +78,77 @@ def _through(codings: list[_Coding], data: bytes) -> Iterator[bytes]:
         yield from _through(codings[1:], piece)
 
 
-class _CappedStream(httpx.AsyncByteStream):
-    def __init__(self, raw: httpx.AsyncByteStream, codings: list[str], limit: int, redact: Redactor):
-        self.raw, self.codings, self.limit, self.redact = raw, codings, limit, redact
+@functools.cache
+def _transport_class(http: ModuleType) -> type:
+    """The capped transport for one HTTP module: httpx (the http target) or httpx2 (the module the openai
+    SDK is built on: the judge's client; through legacy httpx the SDK spent twice the CPU per call)."""
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        if not self.redact:
-            async for piece in self._decoded():
-                yield piece
-            return
-        # a secret may straddle two pieces: the body (capped) is redacted whole
-        yield self.redact.body(b"".join([piece async for piece in self._decoded()]))
+    class CappedStream(http.AsyncByteStream):
+        def __init__(self, raw: Any, codings: list[str], limit: int, redact: Redactor):
+            self.raw, self.codings, self.limit, self.redact = raw, codings, limit, redact
 
-    async def _decoded(self) -> AsyncIterator[bytes]:
-        codings = [_Coding(name) for name in reversed(self.codings)]  # the last applied is undone first
-        total = 0
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            if not self.redact:
+                async for piece in self._decoded():
+                    yield piece
+                return
+            # a secret may straddle two pieces: the body (capped) is redacted whole
+            yield self.redact.body(b"".join([piece async for piece in self._decoded()]))
 
-        def counted(pieces: Iterator[bytes]) -> Iterator[bytes]:
-            nonlocal total
-            for piece in pieces:
-                total += len(piece)
-                if total > self.limit:
-                    raise ResponseTooLarge(self.limit)
-                yield piece
+        async def _decoded(self) -> AsyncIterator[bytes]:
+            codings = [_Coding(name, http.DecodingError) for name in reversed(self.codings)]  # last applied first
+            total = 0
 
-        async for chunk in self.raw:
-            for piece in counted(_through(codings, chunk)):
-                yield piece
-        for i, coding in enumerate(codings):
-            for piece in counted(_through(codings[i + 1 :], coding.flush())):
-                yield piece
+            def counted(pieces: Iterator[bytes]) -> Iterator[bytes]:
+                nonlocal total
+                for piece in pieces:
+                    total += len(piece)
+                    if total > self.limit:
+                        raise ResponseTooLarge(self.limit)
+                    yield piece
 
-    async def aclose(self) -> None:
-        await self.raw.aclose()
+            async for chunk in self.raw:
+                for piece in counted(_through(codings, chunk)):
+                    yield piece
+            for i, coding in enumerate(codings):
+                for piece in counted(_through(codings[i + 1 :], coding.flush())):
+                    yield piece
+
+        async def aclose(self) -> None:
+            await self.raw.aclose()
+
+    class CappedTransport(http.AsyncBaseTransport):
+        """The module's transport, its response bodies decoded here, capped at `limit` bytes and, with
+        `redact`, without the request's secrets (a server echoing a key back: nothing past here sees it)."""
+
+        def __init__(self, limit: int, limits: Any, redact: Redactor):
+            self.limit, self.redact = limit, redact
+            self._inner = http.AsyncHTTPTransport(limits=limits or http.Limits())
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self._inner.handle_async_request(request)
+            codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
+            codings = [c for c in codings if c and c != "identity"]
+            dropped = (b"content-encoding", b"content-length")
+            return http.Response(
+                response.status_code,
+                headers=[(k, v) for k, v in response.headers.raw if k.lower() not in dropped],
+                stream=CappedStream(response.stream, codings, self.limit, self.redact),
+                extensions=response.extensions,
+                request=request,
+            )
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return CappedTransport
 
 
-class CappedTransport(httpx.AsyncBaseTransport):
-    """httpx's transport, its response bodies decoded here, capped at `limit` bytes and, with `redact`,
-    without the request's secrets (a server echoing a key back: nothing past here sees it)."""
-
-    def __init__(self, limit: int, limits: httpx.Limits | None = None, redact: Redactor = NOTHING):
-        self.limit, self.redact = limit, redact
-        self._inner = httpx.AsyncHTTPTransport(limits=limits or httpx.Limits())
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
-        codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
-        codings = [c for c in codings if c and c != "identity"]
-        headers = [(k, v) for k, v in response.headers.raw if k.lower() not in (b"content-encoding", b"content-length")]
-        return httpx.Response(
-            response.status_code,
-            headers=headers,
-            stream=_CappedStream(response.stream, codings, self.limit, self.redact),  # type: ignore[arg-type]
-            extensions=response.extensions,
-            request=request,
-        )
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-def capped_client(limit: int, limits: httpx.Limits | None = None, redact: Redactor = NOTHING) -> httpx.AsyncClient:
-    """An async client whose response bodies stop at `limit` bytes (decoded), lose the secrets `redact`
-    knows, and that follows no redirect."""
-    return httpx.AsyncClient(
-        transport=CappedTransport(limit, limits, redact),
+def capped_client(limit: int, limits: Any = None, redact: Redactor = NOTHING, http: ModuleType = httpx) -> Any:
+    """An async client of `http` (httpx, or httpx2 for the openai SDK) whose response bodies stop at
+    `limit` bytes (decoded), lose the secrets `redact` knows, and that follows no redirect."""
+    return http.AsyncClient(
+        transport=_transport_class(http)(limit, limits, redact),
         follow_redirects=False,
         headers={"Accept-Encoding": ACCEPT_ENCODING},
     )

@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from raglake.httpedge import ResponseTooLarge, capped_client, redirect_message
 from raglake.judge.budget import Budget, RateLimiter
 from raglake.judge.config import JudgeConfig
@@ -29,7 +27,7 @@ from raglake.retrying import Backoff, Failure, retry_after_seconds, retry_async
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # structured-output forms, tried in this order until the server takes one
-_CONNECTIONS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's own defaults
+_CONNECTIONS = {"max_connections": 1000, "max_keepalive_connections": 100}  # the SDK's own defaults
 _FORMAT_FALLBACK = {"json_schema": "json_object_schema", "json_object_schema": "json_object", "json_object": "none"}
 
 
@@ -138,6 +136,7 @@ REPAIR_REQUEST = "Reply with the corrected JSON object only."
 
 class JudgeGateway:
     def __init__(self, config: JudgeConfig, ledger: JudgeLedger, budget: Budget | None = None):
+        import httpx2  # what the openai SDK is built on (through legacy httpx it spent twice the CPU per call)
         from openai import AsyncOpenAI
 
         self.config, self.ledger = config, ledger
@@ -150,8 +149,9 @@ class JudgeGateway:
             max_retries=0,
             timeout=config.timeout_s,
             # bodies capped after decompression and redacted, redirects not followed (the SDK's client follows them)
-            http_client=capped_client(config.max_response_bytes, _CONNECTIONS, self.redact),
+            http_client=capped_client(config.max_response_bytes, httpx2.Limits(**_CONNECTIONS), self.redact, httpx2),
         )
+        self._decoding_error = httpx2.DecodingError
         self.limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
         self._slots = asyncio.Semaphore(config.concurrency)
         self.format_mode = "json_schema"  # falls back to json_object, then none, if the server refuses
@@ -320,7 +320,7 @@ class JudgeGateway:
             except ResponseTooLarge as e:  # the same request would get the same body
                 return Failure(str(e), False)
             except openai.APIConnectionError as e:
-                if isinstance(e.__cause__, httpx.DecodingError):
+                if isinstance(e.__cause__, self._decoding_error):  # raised by raglake.httpedge: not retried
                     return Failure(f"the reply could not be decoded: {e.__cause__}", False)
                 return Failure(f"connection error: {e}", True)
             except (ValueError, RecursionError) as e:  # a 200 that is no chat completion: retried like a 5xx
