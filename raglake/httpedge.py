@@ -79,9 +79,8 @@ def _through(codings: list[_Coding], data: bytes) -> Iterator[bytes]:
 
 
 @functools.cache
-def _transport_class(http: ModuleType) -> type:
-    """The capped transport for one HTTP module: httpx (the http target) or httpx2 (the module the openai
-    SDK is built on: the judge's client; through legacy httpx the SDK spent twice the CPU per call)."""
+def _stream_class(http: ModuleType) -> type:
+    """A response body of one HTTP module (httpx or httpx2), decoded, capped and redacted."""
 
     class CappedStream(http.AsyncByteStream):
         def __init__(self, raw: Any, codings: list[str], limit: int, redact: Redactor):
@@ -117,6 +116,15 @@ def _transport_class(http: ModuleType) -> type:
         async def aclose(self) -> None:
             await self.raw.aclose()
 
+    return CappedStream
+
+
+@functools.cache
+def _transport_class(http: ModuleType) -> type:
+    """The capped transport for one HTTP module: httpx (the http target) or httpx2 (the module the openai
+    SDK is built on: the judge's client; through legacy httpx the SDK spent twice the CPU per call)."""
+    capped_stream = _stream_class(http)
+
     class CappedTransport(http.AsyncBaseTransport):
         """The module's transport, its response bodies decoded here, capped at `limit` bytes and, with
         `redact`, without the request's secrets (a server echoing a key back: nothing past here sees it)."""
@@ -133,7 +141,7 @@ def _transport_class(http: ModuleType) -> type:
             return http.Response(
                 response.status_code,
                 headers=[(k, v) for k, v in response.headers.raw if k.lower() not in dropped],
-                stream=CappedStream(response.stream, codings, self.limit, self.redact),
+                stream=capped_stream(response.stream, codings, self.limit, self.redact),
                 extensions=response.extensions,
                 request=request,
             )
