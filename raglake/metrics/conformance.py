@@ -89,8 +89,8 @@ def varied_pairs() -> list[tuple[GoldenCase, Capture]]:
         (_case("a2", **answerable), _cap("a2", OTHER, OTHER, references=[{"rel_path": "ghost.md"}])),
         # answerable, no chunks
         (_case("a3", **answerable, reference_answer="Atlas runs on Postgres 16."), _cap("a3", answer="Postgres.")),
-        # answerable, no gold supports
-        (_case("a4"), _cap("a4", OTHER)),
+        # answerable, no gold supports, an assertion of its own
+        (_case("a4", **{"assert": [{"type": "contains", "value": "Postgres"}]}), _cap("a4", OTHER)),
         # unanswerable: abstained (field), answered (phrase-free), abstained (phrase)
         (_case("u1", answerable=False), _cap("u1", answer="I could not find this.", abstained=True)),
         (
