@@ -54,25 +54,38 @@ def verdict_summary(rows: Sequence[Mapping[str, Any]], fdr: float | None) -> str
     )
 
 
-def verdict_headline(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The comparison's verdict in one line, regressions first: which metrics moved over all cases
-    (their difference and interval) and how many slices got worse or better."""
+MAX_NAMED = 2  # metrics named per direction in the verdict's line (the others counted): it stays one or two lines
+
+
+def verdict_headline(rows: Sequence[Mapping[str, Any]], subject: str = "") -> str:
+    """The comparison's verdict in one or two lines, regressions first: which metrics moved over all cases
+    (their difference and its per-slice 95% CI, the interval the tables, the report and the API show; at
+    most MAX_NAMED per direction, one better when some got worse, the rest counted) and how many slices got
+    worse or better. `subject`: what is compared ("B = x against A = y"), shown in parentheses."""
     overall = [r for r in rows if r["dimension"] == "all"]
     slices = [r for r in rows if r["dimension"] != "all"]
 
-    def interval(r: Mapping[str, Any]) -> str:  # the FDR-adjusted interval behind the verdict, when there is one
-        low, high = (r["fdr_low"], r["fdr_high"]) if r.get("fdr_low") is not None else (r["ci_low"], r["ci_high"])
-        return f"[{low:+.3f}, {high:+.3f}]"
+    def moved(flag: str, named: int) -> str:
+        found = [r for r in overall if r[flag]]  # in the rows' order (the registry's)
+        shown = [f"{r['metric']} {r['diff']:+.3f} ({interval(r)})" for r in found[:named]]
+        more = f" and {len(found) - named} more" if len(found) > named else ""
+        return ", ".join(shown) + more
 
-    def moved(flag: str) -> str:
-        return ", ".join(f"{r['metric']} {r['diff']:+.3f} {interval(r)}" for r in overall if r[flag])
-
-    worse, better = moved("regression"), moved("improvement")
+    worse = moved("regression", MAX_NAMED)
+    better = moved("improvement", 1 if worse else MAX_NAMED)
     parts = [f"worse on {worse}" if worse else "", f"better on {better}" if better else ""]
     over_all = "; ".join(p for p in parts if p) or "no real difference"
     n_worse = sum(1 for r in slices if r["regression"])
     n_better = sum(1 for r in slices if r["improvement"])
-    return f"verdict: B over all cases: {over_all}. Slices: {n_worse} worse, {n_better} better."
+    about = f" ({subject})" if subject else ""
+    return f"verdict{about}: over all cases {over_all}. Slices: {n_worse} worse, {n_better} better."
+
+
+def interval(row: Mapping[str, Any]) -> str:
+    """A compare_runs row's per-slice interval, labelled: '95% CI [-0.134, -0.036]' (or '95% CI unbounded')."""
+    if row["ci_low"] is None or row["ci_high"] is None:
+        return "95% CI unbounded"
+    return f"95% CI [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
 
 
 def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:

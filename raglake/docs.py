@@ -18,18 +18,21 @@ def metrics_markdown() -> str:
         "sync. The rules are those of METRICS.md; `version` changes whenever a rule changes a score.",
         "`scale view`: the SQL view (sql/views/) that shows the stored value on its seed's presentation scale",
         "(white paper 1-5, semantic similarity 0-100, factual accuracy letter grades), derived, never recomputed.",
+        "`same as`: another metric that gives the same figure (this one a presentation of it): both are scored and",
+        "landed, the CLI's tables, the report and `Result.summary()` show only the other one when a run has both.",
         "",
-        "| metric | family | level | version | scale | scale view | better | applies to | seed | rule |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| metric | family | level | version | scale | scale view | better | applies to | seed | same as | rule |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in all_metrics():
         if not m.builtin:  # a user's metric (plugin, entry point, rubric, assertion) is not part of raglake's docs
             continue
         better = {True: "higher", False: "lower", None: "–"}[m.higher_is_better]
         view = f"`{m.scale_view}`" if m.scale_view else ""
+        same = f"`{m.same_as}`" if m.same_as else ""
         lines.append(
             f"| `{m.name}` | {m.family} | {m.level} | {m.version} | {m.scale} | {view} | {better} | "
-            f"{m.applies_to} | {m.seed} | {m.description} |"
+            f"{m.applies_to} | {m.seed} | {same} | {m.description} |"
         )
     return "\n".join(lines)
 

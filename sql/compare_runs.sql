@@ -21,6 +21,13 @@
 --   fdr_low, fdr_high  a tested row's interval at level 1 - max(R, 1)·$fdr / n_tests, R the rows with
 --            q_value ≤ $fdr (Benjamini-Yekutieli's FCR-adjusted interval): it excludes 0 exactly on
 --            the rows the verdict flags. NULL with $fdr NULL.
+--   Both intervals are clipped to what a difference of the metric can be, ±(scale_max - scale_min) of
+--   metric_registry (a 0/1 metric's to [-1, 1]); a metric of an open scale (ms, count) is not clipped.
+--   verdict  worse / better / no clear change (regression, improvement, neither); why  for no clear
+--            change, the first that holds of: the metric has no better direction, no case changed (every
+--            pair equal), too few pairs (fewer than $min_pairs), not among the tests $tests asks for,
+--            too few pairs for an interval, the 95% CI spans 0, or (its own interval excludes 0) the
+--            FDR control does not keep it (q > $fdr); NULL for worse and better.
 -- Parameters: $run_a, $run_b, $alpha, $min_pairs, $fdr, $tests.
 WITH slices AS (
     SELECT case_id, dimension, slice
@@ -97,6 +104,7 @@ tests AS (
         spread.*,
         metric_registry.family,
         metric_registry.higher_is_better,
+        metric_registry.scale_max - metric_registry.scale_min AS width,
         normal_quantile(1 - $alpha / 2) AS c,
         -- z = Σd / √Σd² = √n·m / √(s² + m²)
         CASE WHEN s2 + diff * diff > 0 THEN sqrt(n_pairs) * diff / sqrt(s2 + diff * diff) ELSE 0.0 END AS z,
@@ -163,6 +171,16 @@ verdicts AS (
     LEFT JOIN fcr ON TRUE
 ),
 
+called AS (
+    SELECT
+        *,
+        raw_real AND direction < 0 AS regression_raw,
+        raw_real AND direction > 0 AS improvement_raw,
+        CASE WHEN $fdr IS NULL THEN raw_real ELSE fdr_real END AND direction < 0 AS regression,
+        CASE WHEN $fdr IS NULL THEN raw_real ELSE fdr_real END AND direction > 0 AS improvement
+    FROM verdicts
+),
+
 final AS (
     SELECT
         metric,
@@ -174,19 +192,31 @@ final AS (
         mean_a,
         mean_b,
         diff,
-        ci_low,
-        ci_high,
+        -- greatest / least skip a NULL bound (an open scale); a NULL end (unbounded) stays NULL
+        CASE WHEN ci_low IS NOT NULL THEN greatest(ci_low, -width) END AS ci_low,
+        CASE WHEN ci_high IS NOT NULL THEN least(ci_high, width) END AS ci_high,
         p_value,
         tested,
         n_tests,
         q_value,
-        CASE WHEN tested THEN fdr_low END AS fdr_low,
-        CASE WHEN tested THEN fdr_high END AS fdr_high,
-        raw_real AND direction < 0 AS regression_raw,
-        raw_real AND direction > 0 AS improvement_raw,
-        CASE WHEN $fdr IS NULL THEN raw_real ELSE fdr_real END AND direction < 0 AS regression,
-        CASE WHEN $fdr IS NULL THEN raw_real ELSE fdr_real END AND direction > 0 AS improvement
-    FROM verdicts
+        CASE WHEN tested AND fdr_low IS NOT NULL THEN greatest(fdr_low, -width) END AS fdr_low,
+        CASE WHEN tested AND fdr_high IS NOT NULL THEN least(fdr_high, width) END AS fdr_high,
+        regression_raw,
+        improvement_raw,
+        regression,
+        improvement,
+        CASE WHEN regression THEN 'worse' WHEN improvement THEN 'better' ELSE 'no clear change' END AS verdict,
+        CASE
+            WHEN regression OR improvement THEN NULL
+            WHEN higher_is_better IS NULL THEN 'the metric has no better direction'
+            WHEN s2 = 0 AND diff = 0 THEN 'no case changed'
+            WHEN n_pairs < $min_pairs THEN printf('too few pairs (%d, fewer than %d)', n_pairs, $min_pairs)
+            WHEN NOT tested THEN 'not among the tests asked for'
+            WHEN ci_low IS NULL THEN printf('too few pairs for an interval (%d)', n_pairs)
+            WHEN NOT raw_real THEN 'the 95% CI spans 0'
+            ELSE printf('its 95%% CI excludes 0, but the FDR control does not keep it (q %.3f > %g)', q_value, $fdr)
+        END AS why
+    FROM called
 )
 
 SELECT * FROM final

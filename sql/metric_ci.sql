@@ -6,6 +6,8 @@
 -- the percentile bootstrap of a mean converges to it, at that size they differ by less than the
 -- bootstrap's own Monte Carlo error (tests/test_metric_ci_large.py), and resampling a million values
 -- a thousand times would cost minutes; those slices need no list of their values either.
+-- Both intervals are clipped to the values the metric can take (scale_min, scale_max of metric_registry;
+-- the normal one can leave them near an end, e.g. a 0/1 metric whose mean is 0.9999).
 -- Parameters: $run_id, $by ('all', a dimension of case_slices, or 'any'), $n_boot, $seed, $alpha.
 WITH slices AS (
     SELECT case_id, dimension, slice
@@ -93,8 +95,9 @@ final AS (
         intervals.slice,
         intervals.n,
         intervals.mean,
-        intervals.ci_low,
-        intervals.ci_high
+        -- greatest / least skip a NULL bound (an open scale: ms, count); a NULL end stays NULL
+        CASE WHEN intervals.ci_low IS NOT NULL THEN greatest(intervals.ci_low, metric_registry.scale_min) END AS ci_low,
+        CASE WHEN intervals.ci_high IS NOT NULL THEN least(intervals.ci_high, metric_registry.scale_max) END AS ci_high
     FROM intervals
     LEFT JOIN metric_registry ON intervals.metric = metric_registry.metric
 )

@@ -71,6 +71,9 @@ class PairedComparison:
                 "metric": [m for m, _ in metrics],
                 "family": ["synthetic"] * len(metrics),
                 "higher_is_better": pa.array([h for _, h in metrics], pa.bool_()),
+                # an open scale: compare_runs clips no interval of these synthetic metrics
+                "scale_min": pa.nulls(len(metrics), pa.float64()),
+                "scale_max": pa.nulls(len(metrics), pa.float64()),
             }
         )
         for name, table in (("scores_latest", scores), ("case_slices", sliced), ("metric_registry", registry)):

@@ -41,6 +41,7 @@ class FirstSteps:
     lake: str
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (command, its stdout with whitespace folded)
     failed: str | None = None  # the first command that failed, with its output (the later ones did not run)
+    printed: list[tuple[str, str]] = field(default_factory=list)  # (command, its stdout as printed)
 
     def output(self, prefix: str) -> str:
         """What the first command starting with `prefix` printed (whitespace folded)."""
@@ -48,6 +49,13 @@ class FirstSteps:
         found = [out for command, out in self.outputs if command.startswith(prefix)]
         assert found, f"no README first step starts with {prefix!r}: {[c for c, _ in self.outputs]}"
         return found[0]
+
+    def lines(self, prefix: str) -> list[str]:
+        """The lines the first command starting with `prefix` printed on stdout (progress goes to stderr)."""
+        assert self.failed is None, self.failed
+        found = [out for command, out in self.printed if command.startswith(prefix)]
+        assert found, f"no README first step starts with {prefix!r}: {[c for c, _ in self.printed]}"
+        return found[0].splitlines()
 
 
 def run_first_steps(folder: Path) -> FirstSteps:
@@ -65,4 +73,5 @@ def run_first_steps(folder: Path) -> FirstSteps:
             steps.failed = f"{command} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
             break
         steps.outputs.append((command, " ".join(done.stdout.split())))
+        steps.printed.append((command, done.stdout))
     return steps

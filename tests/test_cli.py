@@ -113,6 +113,22 @@ def test_two_replayed_methods_then_breakdown_sql_and_compare(readme_first_steps:
 
 
 @pytest.mark.e2e
+def test_the_readme_runs_print_their_verdict_first(readme_first_steps: FirstSteps) -> None:
+    """Issue 27: `make run` on a fresh lake and the two replayed methods print the verdict within their
+    first 15 lines of standard output (the progress bars go to stderr), in one or two lines: the first
+    run says there is nothing to compare with yet, the two methods say how B did against A, each
+    difference with its labelled 95% CI."""
+    first = readme_first_steps.lines(".venv/bin/raglake run")[:15]
+    (at,) = [i for i, line in enumerate(first) if line.startswith("verdict")]
+    assert "first run of builtin" in " ".join(first[at : at + 2])
+    two = readme_first_steps.lines(".venv/bin/raglake run --target")[:15]
+    (at,) = [i for i, line in enumerate(two) if line.startswith("verdict")]
+    verdict = " ".join(" ".join(two[at : at + 2]).split())
+    assert "B = local_search against A = basic_search" in verdict and "95% CI [" in verdict
+    assert "Slices:" in verdict
+
+
+@pytest.mark.e2e
 def test_bad_golden_file_exits_2_with_file_line_field_and_lands_nothing(tmp_path: Path) -> None:
     lake = str(tmp_path / "lake")
     bad = tmp_path / "golden.jsonl"

@@ -57,9 +57,11 @@ def test_summary_folds_the_metrics_without_values_into_one_line_per_group(lake):
     table_lines = [line for line in first_table.splitlines() if line.startswith("│")]
     shown = {line.split("│")[1].strip() for line in table_lines}
     assert shown == set(scored)  # a row for each metric with a value, none for the others
-    assert f"{len(no_judge)} judge metrics skipped: no judge configured" in out
+    skipped = sum(r["n_skipped"] for r in rows if r["family"] == "judge" and r["main_reason"] == "no_judge")
+    assert f"{skipped} judge metric value(s) were skipped: no judge is configured" in out  # said once:
+    assert f"{len(no_judge)} judge metrics with no value" not in out  # the hint stands for the fold line
     assert not any(m in shown for m in empty)
-    assert sum(len(g["metrics"]) for g in fold_unscored(rows)) == len(empty)  # every one in some line
+    assert sum(len(g["metrics"]) for g in fold_unscored(rows)) == len(empty)  # every one in some group
 
 
 def _status_row(metric: str, family: str, n: int, undefined: int, skipped: int, failed: int, reason) -> dict:
@@ -76,9 +78,9 @@ def test_fold_groups_by_family_status_and_reason_and_names_small_groups():
     ]
     texts = [g["text"] for g in fold_unscored(rows)]
     assert texts == [
-        "4 judge metrics skipped: no judge configured",
-        "1 label metric (lab) undefined: no labels in the golden set",
-        "1 judge metric (bad) failed: timeout",  # a tie goes to `failed`: never hidden behind `skipped`
+        "4 judge metrics with no value: skipped on most cases (no judge configured)",
+        "1 label metric with no value (lab): undefined on every case (no labels in the golden set)",
+        "1 judge metric with no value (bad): failed on most cases (timeout)",  # a tie goes to `failed`
     ]
 
 

@@ -48,6 +48,9 @@ def connection(values: dict[str, np.ndarray]) -> duckdb.DuckDBPyConnection:
             "family": ["retrieval"] * len(values),
             "scale": ["0-1"] * len(values),
             "higher_is_better": [True] * len(values),
+            # unbounded, so that the intervals compared are metric_ci's own, unclipped
+            "scale_min": pa.nulls(len(values), pa.float64()),
+            "scale_max": pa.nulls(len(values), pa.float64()),
         }
     )
     for name, table in (("case_slices", slices), ("scores_latest", scores), ("metric_registry", metrics)):

@@ -28,7 +28,7 @@ from raglake.judge.ledger import JudgeLedger
 from raglake.lake.calls import LakeCallStore
 from raglake.lake.query import run_query
 from raglake.metrics.operational import RunInputs
-from raglake.metrics.registry import all_metrics, metric_versions
+from raglake.metrics.registry import all_metrics, metric_versions, repeated
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import plan_run
 from raglake.pipeline.rows import land_scored_run
@@ -250,6 +250,9 @@ def test_headline_metrics_carry_the_lakes_n_mean_and_ci(built):
     text = built.reports["compare"].read_text()
     rows = {cells[0].split()[0]: cells for _, cells in Tables(text).section("headline") if cells[0] != "metric"}
     expected = built.q().metric_ci("r-basic", "all")
+    twins = repeated({r["metric"] for r in expected})  # semantic_similarity: answer_correctness_emb's figure
+    assert twins and not twins & set(rows)
+    expected = [r for r in expected if r["metric"] not in twins]
     assert expected and {r["metric"] for r in expected} <= set(rows)
     for r in expected:
         cells = rows[r["metric"]]
@@ -283,14 +286,16 @@ def test_charts_and_worst_cases_follow_the_registrys_flags(built):
 def test_comparison_flags_the_regressions_in_red(built):
     tables = Tables(built.reports["compare"].read_text()).section("comparison")
     overall = built.q().compare("r-local", "r-basic")
-    worse = {r["metric"] for r in overall if r["dimension"] == "all" and r["regression"]}
+    twins = repeated({r["metric"] for r in overall})
+    worse = {r["metric"] for r in overall if r["dimension"] == "all" and r["regression"] and r["metric"] not in twins}
     assert worse, "basic_search should regress against local_search"
     shown_worse = {cells[0].split()[0] for cls, cells in tables if cls == "regression" and len(cells) == 8}
     assert shown_worse == worse
     assert all(cells[-1] == "worse" for cls, cells in tables if cls == "regression")
     assert any(cls == "improvement" and cells[-1] == "better" for cls, cells in tables)
     slices = [cells for cls, cells in tables if cls == "regression" and len(cells) == 9]
-    assert slices and all("=" in cells[1] for cells in slices)
+    assert slices and all("=" in cells[1] or cells[1] in ("answerable", "unanswerable") for cells in slices)
+    assert not [cells for cells in slices if cells[1].startswith("answerable=")]  # never answerable=answerable
     text = built.reports["compare"].read_text()
     assert 'id="chart-diff"' in text and "--bad: #fde2e1" in text
 
@@ -394,7 +399,9 @@ def test_the_report_opens_with_the_verdict_then_the_cases_that_got_worse(built):
     order = re.findall(r'<section id="([\w-]+)"', text)
     assert order[:4] == ["comparison", "worsened", "breakdown", "headline"], order
     box = text[text.index('class="verdict-box') : text.index("</div>", text.index('class="verdict-box'))]
-    worse = [r for r in built.q().compare("r-local", "r-basic") if r["dimension"] == "all" and r["regression"]]
+    rows = built.q().compare("r-local", "r-basic")
+    twins = repeated({r["metric"] for r in rows})
+    worse = [r for r in rows if r["dimension"] == "all" and r["regression"] and r["metric"] not in twins]
     assert worse and all(f"<code>{r['metric']}</code>" in box for r in worse)
     for r in worse:  # each regression with its interval, in the shared formatting
         assert f"95% CI [{num(r['ci_low'])}, {num(r['ci_high'])}]" in box

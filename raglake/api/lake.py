@@ -12,8 +12,9 @@ import pandas as pd
 from raglake.analysis import COMPARE_DIMENSIONS, LakeQueries, check_dimension, latest_per_target, missing_lake
 from raglake.lake.query import run_query, run_sql
 from raglake.lake.store import Lake
-from raglake.metrics.registry import all_metrics
+from raglake.metrics.registry import all_metrics, repeated
 from raglake.pipeline.lakes import open_lake as open_queries
+from raglake.report.format import slice_label
 
 # the columns of sql/case_scores.sql that describe a score, not its case: the wide view keeps the others
 SCORE_COLUMNS = (
@@ -29,6 +30,11 @@ SCORE_COLUMNS = (
     "embedder",
     "judge_model",
 )
+
+
+# what compare() shows of a row by default, between metric and slice, and q, verdict and why (full=True: every
+# column of sql/compare_runs.sql)
+COMPARE_COLUMNS = ("n_pairs", "mean_a", "mean_b", "diff", "ci_low", "ci_high")
 
 
 def frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -96,24 +102,40 @@ class LakeFrames:
         return frame(q.breakdown(run_ids, by))
 
     def compare(
-        self, run_a: str, run_b: str, by: str = "all", *, changes: bool = False, **options: Any
+        self, run_a: str, run_b: str, by: str = "all", *, changes: bool = False, full: bool = False, **options: Any
     ) -> pd.DataFrame:
-        """Run B against run A (the baseline) per metric and slice, paired by case: the difference B − A,
-        its 95% CI and the verdict, as `raglake compare` prints them. `by`: a dimension or "any";
-        `changes`: only rows where the difference is real; `options`: those of
-        raglake.analysis.LakeQueries.compare (e.g. `alpha`, `min_pairs`)."""
+        """Run B against run A (the baseline) per metric and slice, paired by case, as `raglake compare`
+        prints it: n_pairs, both means, the difference B − A with its per-slice 95% CI (ci_low, ci_high),
+        q (Benjamini-Hochberg), the verdict (worse / better / no clear change) and, for no clear change,
+        why. A metric that repeats another one's figure (the registry's `same_as`) is left out. `by`: a
+        dimension or "any"; `changes`: only rows where the difference is real; `full=True`: every metric
+        and every column of sql/compare_runs.sql (p_value, tested, the FDR-adjusted fdr_low / fdr_high,
+        …); `options`: those of raglake.analysis.LakeQueries.compare (e.g. `alpha`, `min_pairs`)."""
         if by != "any":
             check_dimension(by, COMPARE_DIMENSIONS)
         q = self.queries()
         a, b = q.run_ids([run_a])[0], q.run_ids([run_b])[0]
-        rows = q.compare(a, b, **options)
-        return frame(
-            [
-                r
-                for r in rows
-                if (by == "any" or r["dimension"] == by) and (not changes or r["regression"] or r["improvement"])
-            ]
-        )
+        rows = [
+            r
+            for r in q.compare(a, b, **options)
+            if (by == "any" or r["dimension"] == by) and (not changes or r["regression"] or r["improvement"])
+        ]
+        if full:
+            return frame(rows)
+        hidden = repeated({r["metric"] for r in rows})
+        compact = [
+            {
+                "metric": r["metric"],
+                "slice": slice_label(r["dimension"], r["slice"]),
+                **{key: r[key] for key in COMPARE_COLUMNS},
+                "q": r["q_value"],
+                "verdict": r["verdict"],
+                "why": r["why"],
+            }
+            for r in rows
+            if r["metric"] not in hidden
+        ]
+        return pd.DataFrame.from_records(compact, columns=["metric", "slice", *COMPARE_COLUMNS, "q", "verdict", "why"])
 
     def trend(self, metric: str | None = None, target: str | None = None, by: str = "all") -> pd.DataFrame:
         """Metrics over runs, oldest first."""

@@ -11,6 +11,10 @@ import pandas as pd
 from raglake.api.lake import LakeFrames, frame, metric_order
 from raglake.errors import ConfigError
 from raglake.lake.store import Lake
+from raglake.metrics.registry import repeated
+
+# what summary() shows of a metric by default (all=True: every column of sql/breakdown.sql)
+SUMMARY_COLUMNS = ("family", "n", "mean", "ci_low", "ci_high", "n_undefined", "n_skipped", "n_failed", "main_reason")
 
 
 @dataclass(frozen=True)
@@ -37,23 +41,34 @@ class Result:
     def target(self) -> str:
         return self.frames.queries().target_name(self.run_id)
 
-    def summary(self, by: str = "all", *, ci: bool = True) -> pd.DataFrame:
-        """Every case-level metric scored in the run (by slice; default over all cases): n (cases scored
-        `ok`), mean, the bootstrap 95% CI (`ci=True`) and how many cases were undefined / skipped /
-        failed, mostly why. A mean is over `ok` values only: an undefined case is never a 0."""
+    def summary(self, by: str = "all", *, ci: bool = True, all: bool = False) -> pd.DataFrame:  # noqa: A002
+        """The case-level metrics with values in the run (by slice; default over all cases), metric first:
+        n (cases scored `ok`), mean, the bootstrap 95% CI (`ci=True`) and how many cases were undefined /
+        skipped / failed, mostly why. A mean is over `ok` values only: an undefined case is never a 0. A
+        metric that gives the same figure as another one the run has (the registry's `same_as`) is left
+        out. `all=True`: every metric scored, with or without values, with every column."""
         q = self.frames.queries()
         rows = [r for r in q.breakdown([self.run_id], by) if r["n_rows"]]
+        if not all:
+            hidden = repeated({r["metric"] for r in rows})
+            rows = [r for r in rows if r["n"] and r["metric"] not in hidden]
         order = {m: i for i, m in enumerate(metric_order([r["metric"] for r in rows]))}
         out = frame(sorted(rows, key=lambda r: (r["slice"], order[r["metric"]])))
         if ci and not out.empty:
             intervals = frame(q.metric_ci(self.run_id, by))
             if not intervals.empty:
                 out = out.merge(intervals[["metric", "slice", "ci_low", "ci_high"]], on=["metric", "slice"], how="left")
-                columns = list(out.columns)
-                for name in ("ci_low", "ci_high"):  # beside the mean
-                    columns.insert(columns.index("mean") + 1 + (name == "ci_high"), columns.pop(columns.index(name)))
-                out = out[columns]
-        return out
+        if out.empty:
+            return out
+        lead = ["metric", *(["slice"] if by != "all" else [])]
+        rest = [c for c in out.columns if c not in lead]
+        if not all:
+            rest = [c for c in SUMMARY_COLUMNS if c in rest]
+        else:  # the CI beside the mean
+            rest = [c for c in rest if c not in ("ci_low", "ci_high")]
+            at = rest.index("mean") + 1
+            rest[at:at] = [c for c in ("ci_low", "ci_high") if c in out.columns]
+        return out[lead + rest]
 
     def to_pandas(self, *, wide: bool = False) -> pd.DataFrame:
         """The run's scores: one row per case × metric (value, status, reason, metric_version, with the
@@ -66,11 +81,12 @@ class Result:
         return self.frames.figures(self.run_id)
 
     def compare(
-        self, baseline: Result | str, by: str = "all", *, changes: bool = False, **options: Any
+        self, baseline: Result | str, by: str = "all", *, changes: bool = False, full: bool = False, **options: Any
     ) -> pd.DataFrame:
         """This run (B) against `baseline` (A: a Result in the same lake, or a run id there), paired by
-        case: mean_a, mean_b, diff = B − A with its 95% CI and the verdict, per metric and slice (`by`:
-        a dimension or "any"; `options`: see LakeFrames.compare)."""
+        case: mean_a, mean_b, diff = B − A with its 95% CI, q, the verdict and, for "no clear change",
+        why, per metric and slice (`by`: a dimension or "any"; `full=True`: every column; `options`: see
+        LakeFrames.compare)."""
         if isinstance(baseline, Result):
             if Lake(baseline.lake).url != Lake(self.lake).url:
                 raise ConfigError(
@@ -78,4 +94,4 @@ class Result:
                     f"lake= to compare them"
                 )
             baseline = baseline.run_id
-        return self.frames.compare(baseline, self.run_id, by, changes=changes, **options)
+        return self.frames.compare(baseline, self.run_id, by, changes=changes, full=full, **options)

@@ -16,8 +16,7 @@ from raglake.cli.common import (
     LOCAL_JUDGE,
     LakeOpt,
     app,
-    print_comparison,
-    print_run_summary,
+    print_runs,
     split_option,
 )
 from raglake.embed.encoders import text_encoder
@@ -138,18 +137,6 @@ def checked_runs(targets: list[str], options: dict) -> list[RunSettings]:
         settings = build(RunSettings, **options, target=spec)
         runs.append(settings.model_copy(update={"run_id": plan_run(settings, CHECKED, keep=True).run_id}))
     return runs
-
-
-def print_runs(q: LakeQueries, run_ids: list[str]) -> None:
-    """Each run's summary, the comparisons between them (or with the previous run) and their ids."""
-    for rid in run_ids:
-        print_run_summary(q, rid)
-    for other in run_ids[1:]:
-        print_comparison(q, run_ids[0], other)
-    if len(run_ids) == 1 and (previous := q.previous_run(run_ids[0])):
-        render.console.print(f"against the previous run of this target on this golden set ({previous}):")
-        print_comparison(q, previous, run_ids[0])
-    render.console.print(f"landed run(s): {' '.join(run_ids)}  (lake: {q.lake.url})")
 
 
 @app.command()

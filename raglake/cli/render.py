@@ -12,7 +12,7 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.table import Table
 
-from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue
+from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue, slice_label
 
 PIPE_WIDTH = 120  # a pipe or a CI log without $COLUMNS: wide enough for every --help option name
 
@@ -152,10 +152,6 @@ def _long_pivot(keys: list, cells: dict, metrics: Sequence[str], several_targets
     return out
 
 
-def slice_label(dimension: str, slice_: str) -> str:
-    return slice_ if dimension in ("all", "answerable") else f"{dimension}={slice_}"
-
-
 fmt_p = pvalue
 
 
@@ -254,7 +250,7 @@ def gate_failing_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     for r in rows:
         out.add_row(
             r["metric"],
-            "all" if r["dimension"] == "all" else f"{r['dimension']}={r['slice']}",
+            slice_label(r["dimension"], r["slice"]),
             str(r["n_pairs"]),
             fmt(r["mean_a"]),
             fmt(r["mean_b"]),

@@ -125,6 +125,7 @@ def answer_correctness_emb(ctx: CaseContext) -> Score:
     texts=("answer", "reference_answer"),
     scale_view="semantic_similarity_0_100",  # sql/views/42_semantic_similarity_0_100.sql
     yardsticks=("similarity", "correctness"),
+    same_as="answer_correctness_emb",  # max(0, its cosine): the same number wherever the cosine is positive
 )
 def semantic_similarity(ctx: CaseContext) -> Score:
     """max(0, cos(answer, reference answer)); the 0-100 view is this × 100, rounded to 2 places."""

@@ -5,6 +5,7 @@ Flows, the CLI, the docs table and the SQL `metric_registry` view all read this 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,6 +27,9 @@ APPLIES_TO = ("all", "answerable", "unanswerable")
 # what people label that a metric can be held against (`raglake metaeval`, docs/metaeval.md): graded
 # similarity to a reference, support of a sentence by its contexts, correctness against a reference
 YARDSTICKS = ("similarity", "support", "correctness")
+# the values a metric can take, by its scale (Metric.bounds): a named scale, or "LOW-HIGH" ("0-5", "1-5")
+SCALE_BOUNDS = {"binary": (0.0, 1.0), "cosine": (-1.0, 1.0)}
+_RANGE = re.compile(r"(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)")
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,18 @@ class Metric:
     columnar: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     origin: str = "builtin"  # ORIGINS
     source: str | None = None  # where a user's metric is defined: a file (and line), a package, an eval file
+    # another metric that gives the same figure (this one a presentation of it): both are scored and landed,
+    # the CLI's tables, the report and Result.summary show only the other when a run has both
+    same_as: str | None = None
+
+    @property
+    def bounds(self) -> tuple[float | None, float | None]:
+        """The lowest and highest value the metric can take, from its scale ((None, None): unbounded, as
+        ms, count or usd): intervals of its mean lie inside, those of a difference inside ±(high - low)."""
+        if self.scale in SCALE_BOUNDS:
+            return SCALE_BOUNDS[self.scale]
+        found = _RANGE.fullmatch(self.scale.strip())
+        return (float(found.group(1)), float(found.group(2))) if found else (None, None)
 
     @property
     def builtin(self) -> bool:
@@ -151,6 +167,9 @@ class Metric:
             "scale_view": self.scale_view,
             "origin": self.origin,
             "source": self.source,
+            "same_as": self.same_as,
+            "scale_min": self.bounds[0],
+            "scale_max": self.bounds[1],
         }
 
 
@@ -174,6 +193,7 @@ def register(
     texts: tuple[str, ...] = (),
     scale_view: str | None = None,
     yardsticks: tuple[str, ...] = (),
+    same_as: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register `fn` under `name`; the first docstring line becomes the description."""
     if family not in FAMILIES or level not in LEVELS or applies_to not in APPLIES_TO:
@@ -209,6 +229,7 @@ def register(
             tuple(texts),
             scale_view=scale_view,
             yardsticks=tuple(yardsticks),
+            same_as=same_as,
         )
         return fn
 
@@ -270,6 +291,12 @@ def all_metrics(level: str | None = None, family: str | None = None) -> list[Met
     ]
     # by family, then in the order each module registers them (import order must not matter)
     return sorted(chosen, key=lambda m: FAMILIES.index(m.family))
+
+
+def repeated(names: Collection[str]) -> set[str]:
+    """The metrics among `names` that give the same figure as another one among them (`same_as`): shown
+    once by default, as that other one."""
+    return {n for n in names if (m := _REGISTRY.get(n)) is not None and m.same_as in names}
 
 
 def get_metric(name: str) -> Metric:

@@ -12,7 +12,7 @@ from typing import Any
 from raglake.analysis import LakeQueries
 from raglake.metrics.registry import all_metrics
 from raglake.report.data import comparison, headline_rows, run_info
-from raglake.report.format import number, pvalue, rounded
+from raglake.report.format import number, pvalue, rounded, slice_label
 
 ARTIFACT_FAMILIES = ("retrieval", "abstention", "embedding", "judge")
 MAX_SLICE_LINES = 10
@@ -111,7 +111,7 @@ def _comparison_lines(q: LakeQueries, baseline_id: str, run_id: str) -> list[str
             + (f" (the {MAX_SLICE_LINES} largest)" if len(slices) > MAX_SLICE_LINES else ""),
         ]
         lines += [
-            f"- `{r['metric']}` on {_md(r['dimension'])}={_md(r['slice'])}: {_md(r['mean_a'])} → "
+            f"- `{r['metric']}` on {_md(slice_label(r['dimension'], r['slice']))}: {_md(r['mean_a'])} → "
             f"{_md(r['mean_b'])} (Δ {_md(r['diff'])}, n={r['n_pairs']})"
             for r in slices[:MAX_SLICE_LINES]
         ]

@@ -220,8 +220,9 @@ def overall_chart(rows: Sequence[dict[str, Any]], salt: str) -> str | None:
 
 @_styled
 def diff_chart(rows: Sequence[dict[str, Any]], salt: str) -> str | None:
-    """Candidate minus baseline per metric (overall), with the paired bootstrap 95% CI: red where the
-    metric got worse, green where it got better (the CI excludes zero), grey otherwise."""
+    """Candidate minus baseline per metric (overall), with the 95% CI of the paired sign-flip test (McNemar's
+    for 0/1 metrics; sql/compare_runs.sql's ci_low, ci_high): red where the verdict is worse, green where
+    it is better, grey otherwise."""
     rows = [r for r in rows if r["diff"] is not None]
     if not rows:
         return None
@@ -233,7 +234,7 @@ def diff_chart(rows: Sequence[dict[str, Any]], salt: str) -> str | None:
     ax.axvline(0, color="#333333", linewidth=0.8)
     ax.set_yticks(ys, labels=labels)
     ax.set_ylim(len(ys) - 0.5, -0.5)
-    ax.set_xlabel("Δ = candidate − baseline (paired by case), with its 95% bootstrap CI")
+    ax.set_xlabel("Δ = candidate − baseline (paired by case), with its 95% CI (paired sign-flip test)")
     ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     ax.set_axisbelow(True)
     return _svg(fig, salt)

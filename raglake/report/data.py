@@ -11,7 +11,7 @@ from raglake.analysis import DEFAULT_FDR, LakeQueries, verdict_summary
 from raglake.errors import ConfigError
 from raglake.lake.calls import drift_note, judge_drift
 from raglake.lake.query import run_query
-from raglake.metrics.registry import all_metrics
+from raglake.metrics.registry import all_metrics, repeated
 
 BREAKDOWN_DIMENSIONS = ("category", "tag", "difficulty", "answerable")
 # the registry's headline metrics are charted by slice (grouped by family, under these titles) and its
@@ -84,10 +84,13 @@ def run_info(q: LakeQueries, run_id: str) -> dict[str, Any]:
 
 
 def headline_rows(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> tuple[list[dict], list[dict]]:
-    """(metrics with ok values: n, mean, CI and the other statuses; metrics without any ok value)."""
+    """(metrics with ok values: n, mean, CI and the other statuses; metrics without any ok value). Of two
+    metrics that give the same figure (the registry's same_as), one is shown."""
     ci = {r["metric"]: r for r in q.metric_ci(run_id, "all", n_boot=n_boot)}
     scored, unscored = [], []
-    for row in registry_order([r for r in q.breakdown([run_id], "all") if r["n_rows"]]):
+    rows = [r for r in q.breakdown([run_id], "all") if r["n_rows"]]
+    hidden = repeated({r["metric"] for r in rows if r["n"]})
+    for row in registry_order([r for r in rows if r["metric"] not in hidden]):
         interval = ci.get(row["metric"], {})
         merged = {**row, **interval, "mean": _clean(interval.get("mean", row["mean"]))}
         merged.setdefault("ci_low", None)
@@ -132,10 +135,13 @@ def worsened_cases(
 
 def comparison(q: LakeQueries, baseline_id: str, run_id: str, *, fdr: float | None = DEFAULT_FDR) -> Comparison:
     """The run against its baseline: verdicts FDR-controlled at `fdr` across every metric × slice test
-    (None: each slice's own interval), with the uncorrected flags kept beside them."""
+    (None: each slice's own interval), with the uncorrected flags kept beside them. Of two metrics that
+    give the same figure (same_as), one is shown; the counts of tests are those made."""
     rows = registry_order(q.compare(baseline_id, run_id, fdr=fdr))
-    overall = [r for r in rows if r["dimension"] == "all"]
-    flagged = [r for r in rows if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
+    hidden = repeated({r["metric"] for r in rows})
+    shown = [r for r in rows if r["metric"] not in hidden]
+    overall = [r for r in shown if r["dimension"] == "all"]
+    flagged = [r for r in shown if r["dimension"] != "all" and (r["regression"] or r["improvement"])]
     flagged.sort(key=lambda r: (not r["regression"], -abs(r["diff"] or 0.0)))
     versions = q.index_versions([baseline_id, run_id])
     changed = versions.get(baseline_id) != versions.get(run_id) and any(versions.values())
@@ -218,13 +224,14 @@ def gather(
 
 def _add_baseline(q: LakeQueries, data: ReportData, cmp: Comparison, n_boot: int) -> None:
     """The baseline's side of the report: its slices beside the candidate's in the breakdown charts, and
-    the cases that got worse (the worst_cases metrics, those that regressed overall first)."""
+    the cases that got worse: of every metric that regressed overall, then of the headline metrics (up to
+    MAX_WORST_METRICS in all, never fewer than the regressed ones)."""
     baseline_id = cmp.baseline["run_id"]
     charted = {m for metrics in data.chart_groups.values() for m in metrics}
     for by in BREAKDOWN_DIMENSIONS:
         data.baseline_slices[by] = [r for r in q.metric_ci(baseline_id, by, n_boot=n_boot) if r["metric"] in charted]
-    regressed = {r["metric"] for r in cmp.overall if r["regression"]}
+    regressed = [r["metric"] for r in cmp.overall if r["regression"]]  # registry order
     have = {r["metric"] for r in data.headline}
-    flagged = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have]
-    ordered = sorted(flagged, key=lambda m: m not in regressed)  # stable: registry order within each part
-    data.worsened = worsened_cases(q, baseline_id, data.run["run_id"], ordered[:MAX_WORST_METRICS])
+    headline = [m.name for m in all_metrics(level="case") if m.headline and m.name in have and m.name not in regressed]
+    chosen = regressed + headline[: max(0, MAX_WORST_METRICS - len(regressed))]
+    data.worsened = worsened_cases(q, baseline_id, data.run["run_id"], chosen)

@@ -76,17 +76,34 @@ def main_status(row: dict[str, Any]) -> str:
 def fold_unscored(rows: Sequence[dict[str, Any]], name_limit: int = 3) -> list[dict[str, Any]]:
     """Metrics with no `ok` value (breakdown rows of slice `all`, n = 0) folded into one entry per family,
     status and reason, in the order of `rows`: {family, status, reason, metrics, text}, the text as in
-    "18 judge metrics skipped: no judge configured" (with the names when there are `name_limit` or fewer)."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    "18 judge metrics with no value: skipped on every case (no judge configured)" (with the names when
+    there are `name_limit` or fewer). A metric with a value is never counted, whatever its status counts."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
         if r["n"]:
             continue
         key = (r.get("family") or "other", main_status(r), r.get("main_reason") or "")
-        groups.setdefault(key, []).append(r["metric"])
+        groups.setdefault(key, []).append(r)
     out = []
-    for (family, status, reason), metrics in groups.items():
+    for (family, status, reason), members in groups.items():
+        metrics = [r["metric"] for r in members]
         n = len(metrics)
         names = f" ({', '.join(metrics)})" if n <= name_limit else ""
-        text = f"{n} {family} metric{'s' if n != 1 else ''}{names} {status}: {reason_text(reason)}"
+        column = dict((label, key) for key, label in STATUSES)[status]
+        every = all((r.get(column) or 0) == sum(r.get(k) or 0 for k, _ in STATUSES) for r in members)
+        text = (
+            f"{n} {family} metric{'s' if n != 1 else ''} with no value{names}: {status} on "
+            f"{'every case' if every else 'most cases'} ({reason_text(reason)})"
+        )
         out.append({"family": family, "status": status, "reason": reason, "metrics": metrics, "text": text})
     return out
+
+
+def slice_label(dimension: str, slice_: str) -> str:
+    """A slice as the CLI, the report and the API name it: `all`; `answerable` / `unanswerable` (never
+    answerable=answerable); `untagged`; otherwise dimension=slice (category=factual, tag=atlas)."""
+    if dimension in ("all", "answerable"):
+        return slice_
+    if dimension == "tag" and slice_ == "(untagged)":
+        return "untagged"
+    return f"{dimension}={slice_}"

@@ -16,7 +16,7 @@ import raglake
 from raglake import outputs
 from raglake.report import charts
 from raglake.report.data import BREAKDOWN_DIMENSIONS, ReportData
-from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue
+from raglake.report.format import REUSED_NOTE, fold_unscored, number, pvalue, slice_label
 
 TEMPLATE = "template.html.j2"
 SNIPPET_CHARS = 600
@@ -72,7 +72,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(
         num=num, pvalue=pvalue, figure_value=figure_value, coverage_value=coverage_value, pretty_json=pretty_json
     )
-    env.globals.update(arrow=charts.arrow, reused_note=REUSED_NOTE)
+    env.globals.update(arrow=charts.arrow, reused_note=REUSED_NOTE, slice_label=slice_label)
     return env
 
 
