@@ -1,10 +1,12 @@
-"""The lake on a filesystem (a local folder or any fsspec URL): append-only, atomic file writes,
-and the listing of a table's committed files (the sound ones: raglake.lake.checks)."""
+"""The lake on a filesystem (a local folder or any fsspec URL, an object store's included): append-only,
+atomic file writes (on an object store, one upload per file: raglake.lake.objects), and the listing of a
+table's committed files (the sound ones: raglake.lake.checks)."""
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raglake.errors import LakeError, LakeWriteError
+from raglake.lake import objects
 from raglake.lake.checks import Damage, check_lake_root, report, survey
 from raglake.lake.tables import TABLES, TableSpec
 
@@ -40,6 +43,13 @@ def _row_groups(table: str, parts: Iterable[pa.Table]) -> Iterator[pa.Table]:
         yield pa.concat_tables(held) if held else schema.empty_table()
 
 
+def _write_parquet(table: str, parts: Iterable[pa.Table], sink: Any) -> None:
+    """The table's parts as one zstd Parquet file at `sink` (a path or an open binary file)."""
+    with pq.ParquetWriter(sink, TABLES[table].schema, compression="zstd") as writer:
+        for group in _row_groups(table, parts):
+            writer.write_table(group)
+
+
 def lake_root(explicit: str | None = None) -> str:
     """`--lake`, else $RAGLAKE_LAKE, else data/lake (relative to the working directory)."""
     return explicit or os.environ.get("RAGLAKE_LAKE") or DEFAULT_LAKE
@@ -52,6 +62,7 @@ class Lake:
         self.fs, self.root = fsspec.core.url_to_fs(self.url)
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self.is_local = "file" in protocols
+        self.is_object_store = objects.is_object_store(self.fs)
 
     def _dir(self, spec: TableSpec, partition_value: str) -> str:
         value = str(partition_value)
@@ -68,29 +79,45 @@ class Lake:
         *,
         replace_uncommitted: bool = False,
     ) -> str:
-        """Write one new file atomically (temp name, then rename). `data`: one table, or parts of one
-        streamed into the file (row groups of about ROW_GROUP_ROWS rows; only that much is held at once).
+        """Write one new file atomically. `data`: one table, or parts of one streamed into the file (row
+        groups of about ROW_GROUP_ROWS rows; only that much is held at once). In a folder: a temp name,
+        then a link to the final one; on an object store: the finished file sent once, straight to its
+        final key (raglake.lake.objects: a PUT or a multipart upload, whole or not at all).
 
-        An existing file is never replaced (on a local lake the rename itself refuses, so two writers
-        cannot both win), except with `replace_uncommitted`: a run's own files from an attempt that
-        crashed before its `runs` row landed (readers never saw those files)."""
+        An existing file is never replaced (a local lake's link and S3's If-None-Match refuse it, so two
+        writers cannot both win; elsewhere an existence check guards it), except with `replace_uncommitted`:
+        a run's own files from an attempt that crashed before its `runs` row landed (readers never saw
+        those files)."""
         spec = TABLES[table]
         folder = self._dir(spec, partition_value)
         final = f"{folder}/{stem}.parquet"
+        parts = [data] if isinstance(data, pa.Table) else data
+        if self.is_object_store:
+            self._send(table, parts, final, replace_uncommitted)
+            return final
         if self.fs.exists(final) and not replace_uncommitted:
             raise LakeError(f"{final} already exists; the lake is append-only")
         tmp = f"{folder}/.{stem}.{uuid.uuid4().hex[:8]}.parquet.tmp"
         try:
             self.fs.makedirs(folder, exist_ok=True)
-            with self.fs.open(tmp, "wb") as f, pq.ParquetWriter(f, spec.schema, compression="zstd") as writer:
-                for group in _row_groups(table, [data] if isinstance(data, pa.Table) else data):
-                    writer.write_table(group)
+            with self.fs.open(tmp, "wb") as f:
+                _write_parquet(table, parts, f)
             self._publish(tmp, final, replace_uncommitted)
         except OSError as e:  # a full disk, a read-only mount: one line naming the file
             raise LakeWriteError(f"cannot write {final}: {e.strerror or e}") from None
         finally:
             self._discard(tmp)
         return final
+
+    def _send(self, table: str, parts: Iterable[pa.Table], final: str, replace: bool) -> None:
+        """Finish the file in a local temporary folder, then send it to its key in one upload."""
+        with tempfile.TemporaryDirectory(prefix="raglake-upload-") as folder:
+            local = f"{folder}/{final.rsplit('/', 1)[-1]}"
+            try:
+                _write_parquet(table, parts, local)
+            except OSError as e:
+                raise LakeWriteError(f"cannot write {self._url(final)}: {e.strerror or e}") from None
+            objects.put_file(self.fs, local, final, create=not replace)
 
     def _discard(self, tmp: str) -> None:
         """Remove a temp file if it is there (after a failed write too: a full disk still lets it go)."""
@@ -102,13 +129,14 @@ class Lake:
 
     def rewrite(self, table: str, partition_value: str, data: pa.Table, stem: str) -> str:
         """Replace an existing file by a new one of the same name, atomically (temp file, then a rename
-        over it): a reader sees the old file or the new one, never a mix. Only for a change that keeps
+        over it; on an object store, a PUT over the key): a reader sees the old file or the new one, never
+        a mix. Only for a change that keeps
         every row (raglake.lake.latest flips `scores.is_latest`)."""
         return self.write(table, partition_value, data, stem, replace_uncommitted=True)
 
     def _publish(self, tmp: str, final: str, replace: bool) -> None:
         """Rename the finished temp file into place; without `replace`, never over an existing file."""
-        if not self.is_local or replace:
+        if not self.is_local or replace:  # a local rename, or a remote filesystem's own (sftp, hdfs)
             self.fs.mv(tmp, final)
             return
         try:
@@ -121,6 +149,7 @@ class Lake:
     def partition_files(self, table: str, partition_value: str) -> list[str]:
         """Every file in one partition folder, temp files of interrupted writes included."""
         folder = self._dir(TABLES[table], partition_value)
+        self.fs.invalidate_cache(folder)
         return sorted(self.fs.ls(folder, detail=False)) if self.fs.isdir(folder) else []
 
     def temp_files(self, table: str, stem: str) -> list[str]:
@@ -135,6 +164,7 @@ class Lake:
     def _listing(self, table: str) -> dict[str, dict[str, Any]]:
         """A table's committed-name parquet files (temporary files are never listed), path -> fsspec info."""
         spec = TABLES[table]
+        self.fs.invalidate_cache(f"{self.root.rstrip('/')}/{spec.name}")  # what other writers landed since
         pattern = f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}=*/*.parquet"
         found = self.fs.glob(pattern, detail=True)
         return found if isinstance(found, dict) else {f: self.fs.info(f) for f in found}

@@ -2,7 +2,7 @@
 `ScoredRef`s naming files in the results location (a local folder or any fsspec URL), never the cases,
 captures or score rows themselves. Files are content-addressed (named by the sha256 of what they are
 made from), so a repeated batch finds its output already there and a retry never sees a half-written
-file (each is written under a temporary name, then renamed).
+file (each is written under a temporary name, then renamed; on an object store, sent in one PUT).
 
     <results>/batches/<sha[:2]>/<sha>.cases.jsonl   a batch of golden cases (GoldenCase JSON, one a line)
     <results>/captures/<key[:2]>/<key>.jsonl        the captures of a batch (Capture JSON, same order)
@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.errors import LakeError, LakeWriteError
+from raglake.lake import objects
 from raglake.lake.checks import parquet_reason, warn
 from raglake.metrics.steps import StepOutcome
 from raglake.schemas import CANONICAL, Capture, GoldenCase
@@ -77,8 +78,13 @@ class Store:
 
     def put(self, relative: str, data: bytes) -> str:
         """Write `data` under a temporary name, then rename it into place (readers see all or nothing);
-        returns its sha256. A full disk or a read-only folder is one LakeWriteError naming the file."""
+        on an object store, in one PUT straight to its key (raglake.lake.objects: atomic, retried when the
+        store throttles; over an object there, which a file staged anew replaces). Returns its sha256.
+        A full disk or a read-only folder is one LakeWriteError naming the file."""
         final = self.path(relative)
+        if objects.is_object_store(self.fs):
+            objects.put_bytes(self.fs, final, data)  # a LakeWriteError names the file
+            return sha256(data)
         folder = final.rsplit("/", 1)[0]
         tmp = f"{folder}/.{uuid.uuid4().hex[:12]}.tmp"
         try:
