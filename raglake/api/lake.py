@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from raglake.analysis import COMPARE_DIMENSIONS, LakeQueries, check_dimension, latest_per_target, missing_lake
+from raglake.api.display import ComparisonFrame, comparison_verdict, lake_html
 from raglake.lake.query import run_query, run_sql
 from raglake.lake.store import Lake
 from raglake.metrics.registry import all_metrics, repeated
@@ -78,6 +79,11 @@ class LakeFrames:
     def __repr__(self) -> str:
         return f"LakeFrames({self.lake!r})"
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the lake's newest runs (raglake.api.display)."""
+        q = self.queries()
+        return lake_html(self.lake, frame(q.runs(50)))
+
     def queries(self) -> LakeQueries:
         """raglake's query object over the lake (a fresh connection: it sees every committed run)."""
         return open_queries(self.lake)
@@ -115,13 +121,15 @@ class LakeFrames:
             check_dimension(by, COMPARE_DIMENSIONS)
         q = self.queries()
         a, b = q.run_ids([run_a])[0], q.run_ids([run_b])[0]
+        every = q.compare(a, b, **options)
+        verdict = comparison_verdict(q, a, b, every)  # shown above the rows in a notebook
         rows = [
             r
-            for r in q.compare(a, b, **options)
+            for r in every
             if (by == "any" or r["dimension"] == by) and (not changes or r["regression"] or r["improvement"])
         ]
         if full:
-            return frame(rows)
+            return ComparisonFrame.of(frame(rows), verdict)
         hidden = repeated({r["metric"] for r in rows})
         compact = [
             {
@@ -135,7 +143,8 @@ class LakeFrames:
             for r in rows
             if r["metric"] not in hidden
         ]
-        return pd.DataFrame.from_records(compact, columns=["metric", "slice", *COMPARE_COLUMNS, "q", "verdict", "why"])
+        columns = ["metric", "slice", *COMPARE_COLUMNS, "q", "verdict", "why"]
+        return ComparisonFrame.of(pd.DataFrame.from_records(compact, columns=columns), verdict)
 
     def trend(self, metric: str | None = None, target: str | None = None, by: str = "all") -> pd.DataFrame:
         """Metrics over runs, oldest first."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from raglake.api.display import result_html
 from raglake.api.lake import LakeFrames, frame, metric_order
 from raglake.errors import ConfigError
 from raglake.lake.store import Lake
@@ -32,6 +33,10 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result(run_id={self.run_id!r}, lake={self.lake!r})"
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the run's headline metrics, n, mean and 95% CI (raglake.api.display)."""
+        return result_html(self.run_id, self.target, self.lake, self.summary())
 
     @property
     def frames(self) -> LakeFrames:
