@@ -12,9 +12,14 @@ import yaml
 def deployments() -> list:
     """The deployments of prefect.yaml as `flow.to_deployment(...)` objects."""
     from raglake.flows.evaluate import evaluate
+    from raglake.flows.evaluation import evaluation
     from raglake.flows.rescore import rescore
 
-    flows = {"raglake.flows.evaluate:evaluate": evaluate, "raglake.flows.rescore:rescore": rescore}
+    flows = {
+        "raglake.flows.evaluation:evaluation": evaluation,
+        "raglake.flows.evaluate:evaluate": evaluate,
+        "raglake.flows.rescore:rescore": rescore,
+    }
     spec = yaml.safe_load((Path(__file__).parent / "prefect.yaml").read_text())
     out = []
     for d in spec["deployments"]:

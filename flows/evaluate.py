@@ -20,7 +20,7 @@ from raglake.judge.stage import SpotSample
 from raglake.lake.store import Lake
 from raglake.pipeline.finish import capture_facts, finish_run
 from raglake.pipeline.lakes import open_lake
-from raglake.pipeline.plan import CHECKED, RunPlan, journal_path, plan_run
+from raglake.pipeline.plan import RunPlan, journal_path, plan_for
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.settings import RunSettings
 from raglake.pipeline.staging import BatchRef
@@ -36,7 +36,7 @@ def evaluate(settings: RunSettings) -> str:
     `settings.runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners)."""
     log = get_run_logger()
     t0 = time.perf_counter()
-    plan = plan_run(settings, CHECKED)  # inputs the command line already checked are taken, not loaded again
+    plan = plan_for(settings)  # the caller's plan of this run (inputs checked once), else planned here
     t_planned = time.perf_counter()
     names.name_flow_run(plan.run_id)  # a deployment's run learns its id only now
     batches = plan.stage()  # the tasks get references to staged batches, never the cases themselves
@@ -56,8 +56,8 @@ def evaluate(settings: RunSettings) -> str:
     batches = list(captured.result())
     t_captured = time.perf_counter()
 
-    spot = SpotSample(plan.spot_share, plan.spot_min)  # drawn by the judge stage among cases that can give a pair
-    stage = score_stage(_score_work(plan, batches, spot), RunnerSpec.parse(settings.runner))
+    # the spot-check's sample is drawn by the judge stage among cases that can give a pair
+    stage = score_stage(_score_work(plan, batches, plan.spot_sample()), RunnerSpec.parse(settings.runner))
 
     embedding = stage.embedding
     captures = capture_facts(stage.scored)  # what the run-level figures read, not the captures themselves
@@ -80,7 +80,7 @@ def evaluate(settings: RunSettings) -> str:
     return plan.run_id
 
 
-def _score_work(plan: RunPlan, batches: list[BatchRef], spot: SpotSample) -> ScoreWork:
+def _score_work(plan: RunPlan, batches: list[BatchRef], spot: SpotSample | None) -> ScoreWork:
     """What the shared embed → judge → score stage needs of this run."""
     return ScoreWork(
         plan.run_id,

@@ -24,8 +24,9 @@ from raglake.pipeline.rescore import (
     select_runs,
     summarize,
 )
+from raglake.pipeline.rescore_settings import RescoreSettings
 from raglake.pipeline.runners import RunnerSpec
-from raglake.pipeline.settings import RescoreSettings, auto_batch_size
+from raglake.pipeline.settings import auto_batch_size
 from raglake.pipeline.staging import ScoredRef, stage_pairs
 
 
@@ -43,7 +44,7 @@ def rescore(settings: RescoreSettings) -> dict:
     q = open_lake(settings.lake)
     runs = select_runs(q, settings.run_ids, settings.since, settings.until, settings.all_runs)
     names.name_flow_run(names.rescore_run_name(runs))
-    chosen = select_metrics(settings.metrics)
+    chosen = select_metrics(settings.metrics, extra=settings.extensions.activate())  # the eval file's own too
     judge = settings.judge.config() if settings.judge is not None else None
     report: dict = {"runs": {}, "dry_run": settings.dry_run}
     for run_id in runs:

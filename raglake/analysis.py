@@ -88,9 +88,14 @@ def interval(row: Mapping[str, Any]) -> str:
     return f"95% CI [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
 
 
+META_DIMENSION = re.compile(r"meta\.[A-Za-z0-9_-]{1,64}")  # an eval file's `slices:` key: a golden case's metadata
+
+
 def check_dimension(by: str, allowed: Sequence[str] = DIMENSIONS) -> str:
-    if by not in allowed:
-        raise UnknownNameError("dimension", by, allowed)
+    """A dimension to break results down by: a built-in one, or `meta.KEY` for a metadata key a run's eval
+    file named in `slices:` (a run without that key has no such slice)."""
+    if by not in allowed and not META_DIMENSION.fullmatch(by):
+        raise UnknownNameError("dimension", by, [*allowed, "meta.KEY"])
     return by
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from raglake.analysis import COMPARE_DIMENSIONS, DEFAULT_FDR, LakeQueries, parse_fdr
+from raglake.analysis import COMPARE_DIMENSIONS, DEFAULT_FDR, META_DIMENSION, LakeQueries, parse_fdr
 from raglake.errors import ConfigError, InputError, did_you_mean
 from raglake.metrics.registry import all_metrics
 from raglake.records import read_yaml_mapping, validate_record
@@ -29,10 +29,10 @@ class Rule(BaseModel):
     @classmethod
     def _dims(cls, v: list[str] | None) -> list[str] | None:
         for d in v or []:
-            if d not in COMPARE_DIMENSIONS:
+            if d not in COMPARE_DIMENSIONS and not META_DIMENSION.fullmatch(d):
                 raise ValueError(
                     f"unknown dimension {d!r}{did_you_mean(d, COMPARE_DIMENSIONS)}; "
-                    f"one of {', '.join(COMPARE_DIMENSIONS)}"
+                    f"one of {', '.join(COMPARE_DIMENSIONS)}, or meta.KEY for a key of the eval file's slices"
                 )
         return v
 
@@ -69,18 +69,23 @@ def load_rules(path: str | Path) -> GateRules:
         not_mapping="expected a mapping with `rules:` (and optional `defaults:`)",
     )
     rules = validate_record(record, GateRules, path)
+    unknown = unknown_metric(rules)
+    if unknown is not None:
+        i, message = unknown
+        rule_nodes = next((v for k, v in node.value if k.value == "rules"), None)
+        line = rule_nodes.value[i].start_mark.line + 1 if rule_nodes is not None else None
+        raise InputError(str(path), line, f"rules[{i}].metric", message)
+    return rules
+
+
+def unknown_metric(rules: GateRules) -> tuple[int, str] | None:
+    """The first rule whose metric pattern names no case-level metric of the registry (the user's metrics of
+    the eval file included, once registered): its index and what is wrong; None when every rule names one."""
     names = [m.name for m in all_metrics(level="case")]
-    rule_nodes = next((v for k, v in node.value if k.value == "rules"), None)
     for i, rule in enumerate(rules.rules):
         if not fnmatch.filter(names, rule.metric):
-            line = rule_nodes.value[i].start_mark.line + 1 if rule_nodes is not None else None
-            raise InputError(
-                str(path),
-                line,
-                f"rules[{i}].metric",
-                f"{rule.metric!r} matches no case-level metric{did_you_mean(rule.metric, names)}",
-            )
-    return rules
+            return i, f"{rule.metric!r} matches no case-level metric{did_you_mean(rule.metric, names)}"
+    return None
 
 
 def effective_rule(rules: GateRules, metric: str) -> dict[str, Any] | None:

@@ -45,6 +45,20 @@ def prefect_harness():
         yield
 
 
+@pytest.fixture(autouse=True)
+def registry_restored():
+    """What a test registers (a user's metric, rubric, assertion or judge step) is gone after it: the registry is
+    the process's, and the docs and conformance tests read all of it."""
+    from raglake.metrics import registry, steps
+
+    metrics, defined = dict(registry._REGISTRY), dict(steps._DEFINED)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(metrics)
+    steps._DEFINED.clear()
+    steps._DEFINED.update(defined)
+
+
 @pytest.fixture
 def lake_dir(tmp_path: Path) -> str:
     return str(tmp_path / "lake")

@@ -18,6 +18,7 @@ import pytest
 from raglake.lake import resample
 from raglake.lake.query import fetch
 from raglake.lake.resample import resample_means, resample_positions
+from raglake.metrics.registry import get_metric
 from raglake.pipeline.lakes import open_lake
 from tests.lakekit import land
 
@@ -192,6 +193,10 @@ def test_compare_is_the_paired_test_of_its_header(lake_dir) -> None:
         assert math.isclose(row["diff"], sum(d) / len(d), rel_tol=1e-12, abs_tol=1e-15)
         assert math.isclose(row["mean_a"], sum(a[key][c] for c in cases) / len(d), rel_tol=1e-12)
         p, low, high = _paired(d, crit)
+        bounds = get_metric(row["metric"]).bounds  # a difference lies within ±(max − min): the interval is clipped
+        if None not in bounds and low is not None:
+            width = bounds[1] - bounds[0]
+            low, high = max(low, -width), min(high, width)
         assert math.isclose(row["p_value"], p, rel_tol=1e-9), (key, row["p_value"], p)
         assert _close(row["ci_low"], low) and _close(row["ci_high"], high), (key, row, low, high)
         assert row["tested"] == (len(d) >= 3 and row["higher_is_better"] is not None)

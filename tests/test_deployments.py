@@ -9,7 +9,9 @@ import pytest
 import yaml
 from prefect.flows import load_flow_from_entrypoint
 
-from raglake.pipeline.settings import RescoreSettings, RunSettings
+from raglake.config.front import resolve
+from raglake.pipeline.rescore_settings import RescoreSettings
+from raglake.pipeline.settings import RunSettings
 from tests.conftest import ROOT
 
 SPEC = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
@@ -30,10 +32,15 @@ def test_every_deployment_imports_and_its_parameters_validate(deployment) -> Non
     assert set(validated) >= set(deployment.get("parameters", {}))
     with pytest.raises(Exception):  # noqa: B017 - Prefect's own error type: a parameter the flow does not take
         flow.validate_parameters({**deployment.get("parameters", {}), "not_a_parameter": 1})
-    settings = validated["settings"]  # the one typed parameter, built from the YAML's plain mapping
-    assert isinstance(settings, (RunSettings, RescoreSettings))
-    given = deployment["parameters"]["settings"]
-    assert settings.model_dump(include=set(given)) == given
+    given = deployment["parameters"]
+    if "settings" in given:  # the one typed parameter, built from the YAML's plain mapping
+        settings = validated["settings"]
+        assert isinstance(settings, (RunSettings, RescoreSettings))
+        assert settings.model_dump(include=set(given["settings"])) == given["settings"]
+    else:  # an eval file the worker reads (relative to $RAGLAKE_HOME: the repository root here)
+        assert (ROOT / given["config"]).is_file()
+        (run, *_) = resolve(ROOT / given["config"], given["overrides"], discover=False).runs
+        assert isinstance(run, RunSettings)
     for schedule in deployment.get("schedules", []):
         from prefect.client.schemas.schedules import CronSchedule
 
@@ -75,9 +82,13 @@ def test_a_deployment_passes_judge_and_scoring_settings_as_mappings_and_bad_valu
             flow.validate_parameters({"settings": bad})
 
 
-def test_the_nightly_evaluate_and_the_on_demand_rescore_exist() -> None:
+def test_the_nightly_evaluation_and_the_on_demand_rescore_exist() -> None:
     entrypoints = {d["name"]: d["entrypoint"] for d in SPEC["deployments"]}
-    assert entrypoints == {"nightly": "raglake.flows.evaluate:evaluate", "rescore": "raglake.flows.rescore:rescore"}
+    assert entrypoints == {
+        "nightly": "raglake.flows.evaluation:evaluation",
+        "nightly-settings": "raglake.flows.evaluate:evaluate",
+        "rescore": "raglake.flows.rescore:rescore",
+    }
     nightly = next(d for d in SPEC["deployments"] if d["name"] == "nightly")
     assert nightly["schedules"][0]["cron"] == "0 2 * * *"
 

@@ -27,7 +27,8 @@ from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.plan import embedding_spec, plan_run
-from raglake.pipeline.settings import RescoreSettings, RunSettings, build
+from raglake.pipeline.rescore_settings import RescoreSettings
+from raglake.pipeline.settings import RunSettings, build
 from tests.conftest import FIXTURES, ROOT
 
 
@@ -43,7 +44,7 @@ def _torch_sees(monkeypatch, cuda: bool, mps: bool) -> None:
 def test_an_unknown_device_is_refused_with_a_suggestion(model, name: str, meant: str) -> None:
     with pytest.raises(ConfigError) as err:
         build(model, device=name)
-    assert str(err.value).startswith(f"--device: unknown device {name!r} (did you mean {meant!r}?)")
+    assert str(err.value).startswith(f"device (--device): unknown device {name!r} (did you mean {meant!r}?)")
     assert "known: auto, cpu, cuda, mps" in str(err.value)
 
 
@@ -53,7 +54,8 @@ def test_a_device_torch_does_not_see_is_refused(monkeypatch, device: str) -> Non
     with pytest.raises(ConfigError) as err:
         build(RunSettings, device=device)
     message = str(err.value)
-    assert message.startswith(f"--device: device {device!r} asked for, but torch sees no {device.upper()} device")
+    expected = f"device (--device): device {device!r} asked for, but torch sees no {device.upper()} device"
+    assert message.startswith(expected)
     assert "--device auto" in message and "--device cpu" in message
     _torch_sees(monkeypatch, cuda=device == "cuda", mps=device == "mps")
     assert build(RunSettings, device=device).device == device
@@ -142,7 +144,7 @@ def test_the_cli_refuses_an_unknown_device_before_any_work(tmp_path) -> None:
         timeout=300,
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "--device: unknown device 'gpu' (did you mean 'cuda'?)" in done.stdout
+    assert "device (--device): unknown device 'gpu' (did you mean 'cuda'?)" in done.stdout
     assert not (tmp_path / "lake").exists() or not any((tmp_path / "lake").rglob("*.parquet"))
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from raglake.pipeline.settings import RescoreSettings, RunSettings
+from raglake.pipeline.rescore_settings import RescoreSettings
+from raglake.pipeline.settings import RunSettings
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]

@@ -12,8 +12,9 @@ import pyarrow as pa
 import pytest
 from pydantic import BaseModel
 
+from raglake.pipeline.rescore_settings import RescoreSettings
 from raglake.pipeline.scoring import ScoredBatch
-from raglake.pipeline.settings import RescoreSettings, RunSettings
+from raglake.pipeline.settings import RunSettings
 from raglake.spool import Spool
 from tests.conftest import FIXTURES
 

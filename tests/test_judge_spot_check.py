@@ -65,7 +65,7 @@ def _run(
     server: FakeOpenAI,
     pairs: list[tuple[GoldenCase, Capture]],
     spot: JudgeConfig | None,
-    sample: SpotSample = SpotSample(),
+    sample: SpotSample = SpotSample(share=0.1, minimum=10),  # the settings' defaults (SpotCheckSettings)
     store: ListStore | None = None,
 ) -> JudgedBatch:
     config = JudgeConfig(base_url=server.url, model=MAIN, max_retries=0, backoff_s=0.01, prices=load_prices())

@@ -22,7 +22,8 @@ from raglake.metrics import registry
 from raglake.metrics.registry import Score
 from raglake.pipeline.judging import JUDGE_RUNS
 from raglake.pipeline.lakes import open_lake
-from raglake.pipeline.settings import RescoreSettings, RunSettings
+from raglake.pipeline.rescore_settings import RescoreSettings
+from raglake.pipeline.settings import RunSettings
 from tests.conftest import ROOT
 from tests.fake_openai import FakeOpenAI
 from tests.lakekit import land
@@ -374,7 +375,7 @@ def test_the_flow_rescores_the_runs_of_a_date_range(dated, monkeypatch):
         (["r-jan01", "--all"], "name the runs to re-score"),
         (["r-nope"], "unknown run 'r-nope'"),
         (["--since", "2026-02-01"], "no run in the lake matches those dates"),
-        (["--since", "01/02/2026"], "--since/--until take YYYY-MM-DD"),
+        (["--since", "01/02/2026"], "since (--since): takes a date as YYYY-MM-DD, got '01/02/2026'"),
         (["--all", "--metrics", "mrr_at_kk"], "unknown metric 'mrr_at_kk' (did you mean 'mrr_at_k'?)"),
     ],
 )

@@ -10,9 +10,10 @@ import shutil
 import pytest
 
 from raglake.errors import ConfigError
-from raglake.pipeline.plan import CheckedInputs, plan_run
+from raglake.pipeline.plan import plan_for, plan_run, planned
 from raglake.pipeline.rescore import KEPT_NO_JUDGE, Decision
-from raglake.pipeline.settings import RescoreSettings, RunSettings, build
+from raglake.pipeline.rescore_settings import RescoreSettings
+from raglake.pipeline.settings import RunSettings, build
 from tests.conftest import FIXTURES
 
 REPLAY = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
@@ -21,26 +22,38 @@ REPLAY = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
 @pytest.mark.parametrize(
     ("values", "words"),
     [
-        ({"k": 0}, "--k: Input should be greater than or equal to 1 (got 0)"),
-        ({"batch_size": 0}, "--batch-size:"),
-        ({"run_id": "7up"}, "--run-id: run id '7up' must start with a letter"),
-        ({"runner": "daks"}, "--runner: unknown runner 'daks'"),
-        ({"metrics": ["recal_any_at_k"]}, "--metrics:"),
-        ({"scoring": {"theta_s": 1.5}}, "--theta-s:"),
-        ({"scoring": {"wp_weights": {"corectness": 1}}}, "--wp-weights: unknown component 'corectness'"),
-        ({"judge": {"base_url": "judge:8000", "model": "m"}}, "--judge-base-url: must be an http(s) URL"),
-        ({"judge": {"base_url": "http://j/v1", "model": "m", "concurrency": 0}}, "--judge-concurrency:"),
-        ({"judge": {"base_url": "http://j/v1", "model": "m", "requests_per_minute": 0}}, "--judge-rpm:"),
+        ({"k": 0}, "k (--k): Input should be greater than or equal to 1 (got 0)"),
+        ({"batch_size": 0}, "batch_size (--batch-size):"),
+        ({"run_id": "7up"}, "run_id (--run-id): run id '7up' must start with a letter"),
+        ({"runner": "daks"}, "runner (--runner): unknown runner 'daks'"),
+        (
+            {"metrics": ["recal_any_at_k"]},
+            "metrics (--metrics): unknown metric 'recal_any_at_k' (did you mean 'recall_any_at_k'?)",
+        ),
+        ({"scoring": {"theta_s": 1.5}}, "scoring.theta_s (--theta-s):"),
+        ({"scoring": {"wp_weights": {"corectness": 1}}}, "scoring.wp_weights: unknown component 'corectness'"),
+        (
+            {"judge": {"base_url": "judge:8000", "model": "m"}},
+            "judge.base_url (--judge-base-url): must be an http(s) URL",
+        ),
+        (
+            {"judge": {"base_url": "http://j/v1", "model": "m", "concurrency": 0}},
+            "judge.concurrency (--judge-concurrency):",
+        ),
+        (
+            {"judge": {"base_url": "http://j/v1", "model": "m", "requests_per_minute": 0}},
+            "judge.requests_per_minute (--judge-requests-per-minute):",
+        ),
         ({"spot_check": {"model": "m2"}}, "a spot-check needs a judge"),
         (
             {"judge": {"base_url": "http://j/v1", "model": "m"}, "spot_check": {"model": "m2", "share": 0}},
-            "--spot-check-share:",
+            "spot_check.share (--spot-check-share):",
         ),
         (
             {"judge": {"base_url": "http://j/v1", "model": "m"}, "spot_check": {"model": "m2", "minimum": -1}},
-            "--spot-check-min:",
+            "spot_check.minimum (--spot-check-minimum):",
         ),
-        ({"judge_model": "m"}, "--judge-model: Extra inputs are not permitted"),
+        ({"judge_model": "m"}, "judge_model: unknown setting (did you mean 'judge.model'?)"),
     ],
 )
 def test_a_bad_value_is_a_config_error_naming_its_option(values, words) -> None:
@@ -68,26 +81,18 @@ def test_the_settings_build_the_run_configs_and_hold_no_key() -> None:
     assert build(RescoreSettings, all_runs=True, force=True).force
 
 
-def test_checked_inputs_serve_each_check_once_and_follow_the_golden_bytes(tmp_path) -> None:
+def test_a_run_is_planned_once_and_the_flow_takes_the_callers_plan(tmp_path) -> None:
     golden = tmp_path / "golden.jsonl"
     shutil.copy(FIXTURES / "mini_golden.jsonl", golden)
     settings = RunSettings(golden=str(golden), target=REPLAY, lake=str(tmp_path / "lake"), metrics=["mrr_at_k"])
-    memo = CheckedInputs(capacity=2)
-    checked = plan_run(settings, memo, keep=True)
-    assert len(memo) == 1
-    again = plan_run(settings, memo)
-    assert again.golden is checked.golden and again.target is checked.target and len(memo) == 0  # taken once
-    assert again.input_seconds == checked.input_seconds > 0  # the check's load time goes with what it loaded
-    assert plan_run(settings, memo).golden is not checked.golden  # nothing left: loaded again
-    plan_run(settings, memo, keep=True)
-    golden.write_text(golden.read_text() + "\n")  # other bytes: not the inputs that were checked
-    assert memo.take(settings) is None
-    for _ in range(3):
-        plan_run(settings, memo, keep=True)
-    assert len(memo) == 2  # bounded
-    assert len(pickle.loads(pickle.dumps(memo))) == 0  # process-local: a copy elsewhere starts empty
-    memo.clear()
-    assert len(memo) == 0
+    first = plan_run(settings)
+    assert first.settings.run_id == first.run_id and first.input_seconds > 0  # the plan's settings name the run
+    with planned(first):
+        assert plan_for(first.settings) is first  # inside the caller's context: its plan, inputs not loaded again
+        other = plan_for(settings.model_copy(update={"run_id": "r-other"}))
+        assert other is not first and other.run_id == "r-other"  # another run: planned on its own
+    assert plan_for(first.settings) is not first  # outside it (a deployment's flow run): planned afresh
+    assert len(pickle.loads(pickle.dumps(settings)).model_dump()) == len(settings.model_dump())
 
 
 def test_force_recomputes_everything_but_judge_metrics_without_a_judge() -> None:

@@ -7,7 +7,7 @@ import sys
 import typer.rich_utils
 
 from raglake import prefect_settings
-from raglake.cli import jobs, maintenance, metaeval, queries, render, report, tools, view  # noqa: F401  (importing registers the commands)
+from raglake.cli import config, jobs, maintenance, metaeval, queries, render, report, tools, view  # noqa: F401  (importing registers the commands)
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
 from raglake.embed.encoders import ENCODERS
 from raglake.errors import RaglakeError

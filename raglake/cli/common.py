@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Annotated, Optional
 
 import typer
 
 from raglake.analysis import DEFAULT_FDR, LakeQueries, verdict_headline, verdict_summary
-from raglake.cli import interrupt, render
-from raglake.judge.local import LOCAL_MODEL, LocalJudgeServer
+from raglake.cli import render
+from raglake.config.evalfile import find_eval_file, load_eval_file
 from raglake.metrics.registry import all_metrics, repeated
 from raglake.pipeline.settings import JudgeSettings
 from raglake.report.data import registry_order
@@ -22,7 +20,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-LakeOpt = Annotated[Optional[str], typer.Option("--lake", help="Lake root (default $RAGLAKE_LAKE or data/lake).")]
+def eval_file_lake(value: Optional[str]) -> Optional[str]:
+    """--lake as given, else the lake of the eval file in the working folder (raglake.yaml), else None (then
+    $RAGLAKE_LAKE or data/lake): in a project's folder its commands read the project's lake."""
+    if value:
+        return value
+    found = find_eval_file(None)
+    return load_eval_file(found).values.get("lake") if found is not None else None
+
+
+LakeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--lake",
+        callback=eval_file_lake,
+        help="Lake root (default: the lake of raglake.yaml in the working folder, else $RAGLAKE_LAKE or data/lake).",
+    ),
+]
 
 
 MAX_SLICE_ROWS = 20
@@ -43,29 +57,11 @@ def headline_metrics(rows: list[dict], chosen: list[str]) -> list[str]:
     return [m.name for m in with_values if m.headline] or [m.name for m in with_values]
 
 
-LOCAL_JUDGE = dict(base_url="http://127.0.0.1:1/v1", model=LOCAL_MODEL, label="local")  # its port: once started
-
-
-@contextlib.contextmanager
-def judge_endpoint(judge: JudgeSettings | None) -> Iterator[JudgeSettings | None]:
-    """The judge for the flow: a remote endpoint as given, or (label `local`) the local server, started
-    for the run and stopped after it."""
-    if judge is None or judge.label != "local":
-        yield judge
-        return
-    render.console.print("starting the local judge (llama.cpp, SmolLM2-135M: weak, for a fully offline pipeline) …")
-    server = LocalJudgeServer()
-    with interrupt.cleanup(server.stop), server:  # an interrupted run stops it too
-        # llama.cpp's server answers one request at a time on this CPU: queueing more only times them out
-        yield judge.model_copy(
-            update=dict(base_url=server.base_url, concurrency=1, timeout_s=max(judge.timeout_s, 600.0))
-        )
-
-
 NO_JUDGE_HINT = (
-    "{n} judge metric value(s) were skipped: no judge is configured. Configure one with "
-    "--judge-base-url URL --judge-model NAME (the key is read from $OPENAI_API_KEY, or the variable "
-    "named by --judge-api-key-env), or use --judge local for the bundled offline model."
+    "{n} judge metric value(s) were skipped: no judge is configured. Configure one in the eval file "
+    "(judge: {{base_url: URL, model: NAME}}) or with --judge-base-url URL --judge-model NAME (the key is read "
+    f"from ${JudgeSettings.model_fields['api_key_env'].default}, or the variable named by --judge-api-key-env), "
+    "or use --judge local for the bundled offline model."
 )
 
 

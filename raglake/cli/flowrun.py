@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from raglake import progress
 from raglake.cli import interrupt, render
-from raglake.cli.common import judge_endpoint
 from raglake.columnar.arrays import import_pandas_early
 from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate
@@ -19,8 +18,9 @@ from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
 from raglake.metaeval.plan import MetaevalSettings
 from raglake.pipeline.embedding import load_embedder_early
-from raglake.pipeline.plan import CHECKED
-from raglake.pipeline.settings import RescoreSettings, RunSettings
+from raglake.pipeline.local_judge import local_judge
+from raglake.pipeline.plan import RunPlan, planned
+from raglake.pipeline.rescore_settings import RescoreSettings
 
 
 def _run_note(lake: str | None, run_ids: list[str]) -> Callable[[], str]:
@@ -41,20 +41,20 @@ def _run_note(lake: str | None, run_ids: list[str]) -> Callable[[], str]:
     return note
 
 
-def evaluate_targets(runs: list[RunSettings], *, quiet: bool) -> list[str]:
-    """Run the `evaluate` flow for each checked run (its run id fixed); returns the run ids. The flow
-    takes the inputs the check loaded (CHECKED); what no flow took is dropped at the end."""
-    run_ids = [s.run_id for s in runs]
-    try:
-        with interrupt.stoppable(_run_note(runs[0].lake, run_ids)), interrupt.cleanup(runtime.stop_api):
-            for s in runs:  # the embedder loads while Prefect's server starts, not inside the embedding stage
-                load_embedder_early(s.metrics, s.embedder, s.device)
-            import_pandas_early()  # likewise pyarrow's import of pandas, not inside the first stage
-            runtime.start_api()
-            with judge_endpoint(runs[0].judge) as judge, progress.reporting(render.console, not quiet):
-                return [interrupt.run_in_worker(evaluate, s.model_copy(update={"judge": judge})) for s in runs]
-    finally:
-        CHECKED.clear()
+def evaluate_plans(plans: list[RunPlan], *, quiet: bool) -> list[str]:
+    """Run the `evaluate` flow for each planned run (its inputs checked, its run id fixed); returns the run
+    ids. Each flow takes its plan from this context (raglake.pipeline.plan.planned): nothing is loaded twice."""
+    run_ids = [p.run_id for p in plans]
+    with interrupt.stoppable(_run_note(plans[0].settings.lake, run_ids)), interrupt.cleanup(runtime.stop_api):
+        for p in plans:  # the embedder loads while Prefect's server starts, not inside the embedding stage
+            load_embedder_early([m.name for m in p.metrics], p.embedder, p.device)
+        import_pandas_early()  # likewise pyarrow's import of pandas, not inside the first stage
+        runtime.start_api()
+        announce = render.console.print
+        with local_judge(plans[0].settings.judge, announce, interrupt.cleanup) as judge:
+            ready = [p.with_judge(judge) if p.settings.judge is not None else p for p in plans]
+            with planned(*ready), progress.reporting(render.console, not quiet):
+                return [interrupt.run_in_worker(evaluate, p.settings) for p in ready]
 
 
 def _rescore_note() -> str:
@@ -78,5 +78,6 @@ def run_metaeval(settings: MetaevalSettings, *, quiet: bool) -> str:
     note = "meta-evaluation stopped: nothing of it was landed; the same command runs it again (encodings are cached)"
     with interrupt.stoppable(lambda: note), interrupt.cleanup(runtime.stop_api):
         runtime.start_api()
-        with judge_endpoint(settings.judge) as judge, progress.reporting(render.console, not quiet):
-            return interrupt.run_in_worker(metaeval, settings.model_copy(update={"judge": judge}))
+        with local_judge(settings.judge, render.console.print, interrupt.cleanup) as judge:
+            with progress.reporting(render.console, not quiet):
+                return interrupt.run_in_worker(metaeval, settings.model_copy(update={"judge": judge}))

@@ -46,6 +46,22 @@ def arrow_table(table: pa.Table, title: str | None = None, max_rows: int = 200) 
     return out
 
 
+DIRECTIONS = {True: "higher", False: "lower", None: "–"}
+
+
+def metrics_table(metrics: Sequence[Any]) -> Table:
+    """`raglake metrics`: one line per metric (name, family, direction, scale, where it is defined); the
+    long form (`--long`) has every column."""
+    out = Table(title=f"metrics ({len(metrics)}; --long for descriptions and inputs)", show_lines=False)
+    for name in ("metric", "family", "better", "scale", "level", "origin", "same as"):
+        out.add_column(name, no_wrap=True, overflow="ellipsis")
+    for m in metrics:
+        origin = m.origin if m.builtin else f"{m.origin}: {m.source}"
+        same = getattr(m, "same_as", None) or ""
+        out.add_row(m.name, m.family, DIRECTIONS[m.higher_is_better], m.scale, m.level, origin, same)
+    return out
+
+
 def rows_table(rows: Sequence[dict[str, Any]], title: str | None = None, max_rows: int = 200) -> Table:
     return arrow_table(
         pa.Table.from_pylist(list(rows)) if rows else pa.table({"(no rows)": pa.array([], pa.string())}),

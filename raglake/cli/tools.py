@@ -8,11 +8,13 @@ from typing import Annotated, Optional
 import typer
 
 from raglake import outputs
+from raglake.cli import options as opt
 from raglake.cli import render
 from raglake.cli.common import (
     LakeOpt,
     app,
 )
+from raglake.config.evalfile import find_eval_file, load_eval_file
 from raglake.docs import metrics_markdown
 from raglake.errors import ConfigError
 from raglake.golden import load_golden, load_imported_captures
@@ -112,6 +114,10 @@ def metrics_cmd(
         Optional[list[str]],
         typer.Option("--plugin", help="A Python file (or module name) of your @raglake.metric metrics; repeatable."),
     ] = None,
+    config: opt.Config = None,
+    long: Annotated[
+        bool, typer.Option("--long", help="Every column (description, inputs, seed, …), wrapped to the terminal.")
+    ] = False,
 ) -> None:
     """List the metric registry: raglake's metrics and your own, with where each is defined (origin, source)."""
     if markdown:  # raglake's docs: built-in metrics only, whatever is loaded
@@ -119,9 +125,15 @@ def metrics_cmd(
         return
     load_entry_points()
     load_plugins(plugin or [], ".")
+    found = find_eval_file(config)  # the eval file's own metrics, rubrics and assertions (raglake.yaml or -c)
+    if found is not None:
+        load_eval_file(found).extensions().activate()
     if check:
         raise typer.Exit(check_own_metrics())
-    render.console.print(render.rows_table([m.as_row() for m in all_metrics()], "metrics", 500))
+    if long:
+        render.console.print(render.rows_table([m.as_row() for m in all_metrics()], "metrics", 500))
+        return
+    render.console.print(render.metrics_table(all_metrics()))
 
 
 def check_own_metrics() -> int:

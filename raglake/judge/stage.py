@@ -67,8 +67,8 @@ class SpotSample:
     """How many questions the reliability spot-check judges twice (seed 001): max(share · N, minimum) of
     the run's N cases, or every case that can give a pair when fewer can."""
 
-    share: float = 0.1
-    minimum: int = 10
+    share: float  # the run's spot_check settings (raglake.pipeline.settings.SpotCheckSettings) give both
+    minimum: int
 
     def size(self, n_cases: int) -> int:
         return max(self.minimum, round(self.share * n_cases))
@@ -100,7 +100,9 @@ def judge_batch(
         for (case_id, step, _), o in zip(work, outcomes):
             batch.outcomes.setdefault(case_id, {})[step.name] = o
         if spot_check is not None:
-            size = (spot_sample or SpotSample()).size(len(pairs))
+            if spot_sample is None:
+                raise ValueError("a spot-check needs its sample (share and minimum)")
+            size = spot_sample.size(len(pairs))
             second = JudgeGateway(spot_check, ledger, budget)
             await _spot_check(batch, work, Judge(second, encoder, spot_check.prompt_variant), size)
             batch.stats.add(second.stats, "spot_check")  # run figures count every request, the spot-check's too

@@ -111,7 +111,7 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
         if name != "runs":  # judge_calls: paid for whether or not the run finished, so always visible
             _read(con, files[name], name).create_view(name)
     if registry is not None:
-        con.from_arrow(registry).create_view("metric_registry")
+        registry_view(con, registry)
     con.create_function(
         "resample_means",
         resample_means_udf,
@@ -128,6 +128,36 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
             con.execute(text)  # needs the registry handed in
     _lock(con, readable)
     return con
+
+
+# a metric the lake holds that the current code does not define (a user's metric of an eval file this process
+# has not loaded, a metric since removed) is known by its latest landed definition (the `metrics` table)
+_LANDED_DEFINITIONS = """
+CREATE VIEW metric_registry AS
+WITH landed AS (
+    SELECT
+        metric, family, version, scale, higher_is_better, level, seed, applies_to,
+        array_to_string(inputs, ',') AS inputs, description, scale_view, origin, source,
+        row_number() OVER (PARTITION BY metric ORDER BY scored_at DESC) AS newest
+    FROM metrics
+    WHERE metric NOT IN (SELECT metric FROM _registry_now)
+),
+
+final AS (
+    SELECT *, true AS defined_here FROM _registry_now
+    UNION ALL BY NAME
+    SELECT * EXCLUDE (newest), false AS defined_here FROM landed WHERE newest = 1
+)
+
+SELECT * FROM final
+"""
+
+
+def registry_view(con: duckdb.DuckDBPyConnection, registry: pa.Table) -> None:
+    """`metric_registry`: the current code's registry (`defined_here`), then each metric only the lake's landed
+    definitions know, so that a user's metric reads with its direction and family in any process."""
+    con.from_arrow(registry).create_view("_registry_now")
+    con.execute(_LANDED_DEFINITIONS)
 
 
 def _normal_sf(z: float) -> float:

@@ -72,8 +72,11 @@ RUNS = _spec(
             "config_json",
             pa.string(),
             "JSON object: the run's settings (scoring config, target config, options; free-form: it grows "
-            "with every option, and a target's config is its own)",
+            "with every option, and a target's config is its own); `settings` holds every setting as resolved "
+            "from the eval file and the command line's or the API's overrides",
         ),
+        ("eval_file", pa.string(), "the eval file (raglake.yaml) the run was made from (null: none, options only)"),
+        ("eval_file_sha256", pa.string(), "sha256 of the eval file's bytes when the run started"),
         (
             "committed",
             pa.bool_(),
@@ -310,6 +313,8 @@ METRICS = _spec(
         ("description", pa.string(), "the rule in one line"),
         ("scale_view", pa.string(), "the SQL view that shows it on its seed's presentation scale (null: none)"),
         ("headline", pa.bool_(), "charted by slice in the report and a default column of the CLI"),
+        ("origin", pa.string(), "where it is defined: builtin, plugin, entry_point, rubric or assertion"),
+        ("source", pa.string(), "a user's metric: the file (and line), package or eval file that defines it"),
         ("scoring_id", pa.string(), SCORING),
         ("scored_at", TS, "when that scoring was landed (UTC)"),
     ],

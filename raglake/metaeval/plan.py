@@ -13,6 +13,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -21,7 +22,9 @@ from raglake.lake.store import Lake
 from raglake.metaeval.items import LABEL_KINDS, LabelledItem, read_items, write_items
 from raglake.metaeval.sources import SOURCES, convert
 from raglake.metrics.context import ScoringConfig
+from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import Metric, select_metrics
+from raglake.pipeline.fields import Cli
 from raglake.pipeline.plan import PROJECT_ROOT, results_dir
 from raglake.pipeline.settings import DeviceName, JudgeSettings, MetricNames, ScoringSettings, _Settings, name_problem
 from raglake.pipeline.staging import BatchRef, Store, stage_pairs
@@ -34,21 +37,46 @@ NO_QUESTION = "(no question given)"  # a golden case needs one; no metric of a s
 class MetaevalSettings(_Settings):
     """One meta-evaluation: which labelled sets, how many items of each, which metrics, and which judge."""
 
-    data: list[str] | None = None  # labelled JSONL files; None: the shared sets, converted from `source`
-    source: str | None = None  # the shared metaeval folder (default: ../shared/metaeval beside the checkout)
-    datasets: list[str] | None = None  # keep only these data sets
-    max_items: int | None = Field(400, ge=1)  # per data set, a fixed-seed sample of whole groups; None: all
-    seed: int = 0
-    resamples: int = Field(1000, ge=100)
-    metrics: MetricNames = None
-    lake: str | None = None
-    results: str | None = None
-    metaeval_id: str | None = None
-    embedder: str | None = None
-    device: DeviceName = "auto"
-    batch_size: int = Field(200, ge=1)
-    scoring: ScoringSettings = ScoringSettings()
-    judge: JudgeSettings | None = None
+    # first: its validator registers the eval file's metrics, which `metrics` may then name
+    extensions: Annotated[Extensions, Cli(hidden=True)] = Field(
+        default_factory=Extensions, description="the eval file's own metrics and rubrics (those with a yardstick)"
+    )
+    data: list[str] | None = Field(
+        None, description="labelled JSONL file(s) (docs/metaeval.md); default: the shared sets, converted"
+    )
+    source: str | None = Field(
+        None, description="the shared metaeval folder (default: ../shared/metaeval beside the checkout)"
+    )
+    datasets: list[str] | None = Field(None, description="only these data sets (comma-separated)")
+    max_items: int | None = Field(
+        400, ge=0, description="items per data set: a fixed-seed sample of whole groups (0: every item)"
+    )
+    seed: int = Field(0, description="seed of the sample and of the bootstrap")
+    resamples: int = Field(1000, ge=100, description="bootstrap resamples per interval")
+    metrics: Annotated[MetricNames, Cli(short="-m")] = Field(
+        None, description="only these metrics (comma-separated; default: every metric with a yardstick)"
+    )
+    lake: str | None = Field(None, description="lake root (default $RAGLAKE_LAKE or data/lake)")
+    results: str | None = Field(None, description="where staged files go (default $RAGLAKE_RESULTS or <lake>/_results)")
+    metaeval_id: str | None = Field(None, description="id of this meta-evaluation")
+    embedder: str | None = Field(
+        None, description="sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2)"
+    )
+    device: DeviceName = Field("auto", description="where the embedder runs: auto, cpu, cuda or mps")
+    batch_size: int = Field(200, ge=1, description="items per scoring task")
+    scoring: Annotated[ScoringSettings, Cli(flatten=True)] = Field(default_factory=ScoringSettings)
+    judge: JudgeSettings | None = Field(None, description="the judge of the judge metrics (none: they are skipped)")
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _local_judge(cls, value: Any) -> Any:
+        return JudgeSettings.of(value)
+
+    @field_validator("extensions")
+    @classmethod
+    def _activated(cls, value: Extensions) -> Extensions:
+        value.activate()  # a rubric or a metric of the user's with a yardstick is measured like a built-in one
+        return value
 
     @field_validator("metaeval_id")
     @classmethod
@@ -149,7 +177,7 @@ def plan_metaeval(settings: MetaevalSettings) -> MetaevalPlan:
     created = dt.datetime.now(dt.timezone.utc)
     metaeval_id = settings.metaeval_id or f"m-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     sets, sources = load_sets(settings)
-    sampled = {n: sample(items, settings.max_items, settings.seed) for n, items in sets.items()}
+    sampled = {n: sample(items, settings.max_items or None, settings.seed) for n, items in sets.items()}
     results = results_dir(lake, settings.results)
     items_path = f"metaeval/{metaeval_id}/items.jsonl"
     everything = [i for items in sampled.values() for i in items]
@@ -157,7 +185,8 @@ def plan_metaeval(settings: MetaevalSettings) -> MetaevalPlan:
     groups = []
     for yardstick in dict.fromkeys(LABEL_KINDS[i.label_kind] for i in everything):
         chosen = [i for i in everything if LABEL_KINDS[i.label_kind] == yardstick]
-        metrics = [m for m in select_metrics(settings.metrics) if yardstick in m.yardsticks]
+        candidates = select_metrics(settings.metrics, extra=settings.extensions.activate())
+        metrics = [m for m in candidates if yardstick in m.yardsticks]
         if not metrics:
             continue
         cases = {cid: (case, capture) for i in chosen for cid, case, capture in item_cases(i)}

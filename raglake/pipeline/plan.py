@@ -3,15 +3,17 @@ content keys that make repeated work a cache hit."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import hashlib
 import json
 import os
 import subprocess
-import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +26,12 @@ from raglake.embed.model import resolve_embedder_path
 from raglake.errors import ConfigError
 from raglake.golden import GoldenSet
 from raglake.judge.config import JudgeConfig
-from raglake.judge.stage import wanted_steps
+from raglake.judge.stage import SpotSample, wanted_steps
 from raglake.judge.steps import prompt_versions
 from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
 from raglake.metrics.context import ScoringConfig
-from raglake.metrics.registry import Metric, metric_versions, select_metrics
+from raglake.metrics.registry import Metric, metric_versions
 from raglake.metrics.rules import RULES_VERSION
 from raglake.pipeline.embedding import EmbeddingSpec, embedding_device, needs_embedder, reference_idf
 from raglake.pipeline.inputs import load_inputs
@@ -38,12 +40,11 @@ from raglake.pipeline.settings import DEFAULT_TARGET as DEFAULT_TARGET  # the sa
 from raglake.pipeline.settings import SAMPLE_CAPTURES as SAMPLE_CAPTURES
 from raglake.pipeline.settings import SAMPLE_DIR as SAMPLE_DIR
 from raglake.pipeline.settings import SAMPLE_GOLDEN as SAMPLE_GOLDEN
-from raglake.pipeline.settings import RunSettings, auto_batch_size
+from raglake.pipeline.settings import JudgeSettings, RunSettings, auto_batch_size
 from raglake.pipeline.settings import sample_path as sample_path
 from raglake.pipeline.staging import BatchRef, stage_cases
 from raglake.schemas import GoldenCase
 from raglake.targets import Target
-from raglake.targets.replay import file_sha256
 from raglake.text.sentences import SPLITTER_VERSION
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout; site-packages for an installed wheel
@@ -60,13 +61,27 @@ class RunPlan:
     config: ScoringConfig
     results_dir: str
     batch_size: int
+    settings: RunSettings  # what the run was asked to do (its run id filled in)
     embedder: str | None = None
     judge: JudgeConfig | None = None  # None: judge metrics are skipped (no_judge)
     spot_check: JudgeConfig | None = None  # a second judge for the reliability spot-check
-    spot_share: float = 0.1
-    spot_min: int = 10
-    device: str = "auto"  # --device: where the embedder runs (auto: cuda or mps when torch sees one, else cpu)
     input_seconds: float = 0.0  # loading and checking the golden set and the target (wherever that happened)
+
+    @property
+    def device(self) -> str:
+        """--device: where the embedder runs (auto: cuda or mps when torch sees one, else cpu)."""
+        return self.settings.device
+
+    def spot_sample(self) -> SpotSample | None:
+        """How many questions the spot-check judges twice (None: no spot-check)."""
+        spot = self.settings.spot_check
+        return SpotSample(spot.share, spot.minimum) if spot is not None else None
+
+    def with_judge(self, judge: JudgeSettings | None) -> RunPlan:
+        """The plan with its judge replaced (the local judge's server, once started, has an address)."""
+        settings = self.settings.model_copy(update={"judge": judge})
+        judge_config, spot_config = settings.judge_configs()
+        return replace(self, settings=settings, judge=judge_config, spot_check=spot_config)
 
     @property
     def scoring_id(self) -> str:
@@ -120,12 +135,16 @@ class RunPlan:
                 "spot_check": {
                     "model": self.spot_check.model,
                     "variant": self.spot_check.prompt_variant,
-                    "share": self.spot_share,
-                    "minimum": self.spot_min,
+                    "share": self.settings.spot_check.share,
+                    "minimum": self.settings.spot_check.minimum,
                 }
-                if self.spot_check is not None
+                if self.spot_check is not None and self.settings.spot_check is not None
                 else None,
+                # what produced the run: every setting after the eval file and the overrides were merged
+                "settings": self.settings.model_dump(mode="json", exclude={"run_id"}),
             },
+            eval_file=self.settings.config_file,
+            eval_file_sha256=self.settings.config_sha256,
             embedder=embedder_key or (manifest.embedding_model if manifest is not None else None),
             judge_models=",".join(dict.fromkeys(c.model for c in (self.judge, self.spot_check) if c)) or None,
             prompt_versions=self.prompt_versions(),
@@ -186,86 +205,47 @@ def results_dir(lake: Lake, explicit: str | None = None) -> str:
     return explicit or os.environ.get("RAGLAKE_RESULTS") or f"{lake.url.rstrip('/')}/_results"
 
 
-class CheckedInputs:
-    """Golden sets (labels applied) and targets already loaded and checked in this process, so that a
-    run's inputs are read and validated once: the command line checks every target before Prefect
-    starts and keeps what it loaded here; the flow then takes it (once) instead of loading it again.
-    Keyed by the golden and label files' bytes (sha256) and the settings that build the target;
-    bounded, and cleared by the command line when its runs end. A flow run by a deployment finds
-    nothing here and loads its inputs itself."""
-
-    def __init__(self, capacity: int = 8):
-        self.capacity = capacity
-        self._items: list[tuple[str, GoldenSet, Target, float]] = []  # oldest first; a target given twice: twice
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(settings: RunSettings) -> str:
-        files = [
-            (p, file_sha256(Path(p)) if Path(p).is_file() else None) for p in (settings.golden, settings.labels) if p
-        ]
-        return digest([files, settings.target, settings.lake, settings.embedder, settings.k])
-
-    def put(self, settings: RunSettings, golden: GoldenSet, target: Target, seconds: float = 0.0) -> None:
-        """Keep what was loaded, and how long loading it took (the run records it as its `inputs` stage)."""
-        with self._lock:
-            self._items.append((self.key(settings), golden, target, seconds))
-            del self._items[: max(0, len(self._items) - self.capacity)]
-
-    def take(self, settings: RunSettings) -> tuple[GoldenSet, Target, float] | None:
-        """What was checked for these settings and the seconds it took (removed: it serves one run), or None."""
-        if not self._items:
-            return None
-        key = self.key(settings)
-        with self._lock:
-            for i, (k, golden, target, seconds) in enumerate(self._items):
-                if k == key:
-                    del self._items[i]
-                    return golden, target, seconds
-        return None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Process-local: a copy sent to another process (a Dask worker unpickling a flow) starts empty."""
-        return CheckedInputs, (self.capacity,)
+_PLANNED: contextvars.ContextVar[tuple[RunPlan, ...]] = contextvars.ContextVar("raglake_planned", default=())
 
 
-CHECKED = CheckedInputs()  # the process's checked inputs: filled by the command line, taken by the flow
+@contextlib.contextmanager
+def planned(*plans: RunPlan) -> Iterator[None]:
+    """The runs planned by the caller (the command line, the API), for the flows it calls in this context:
+    a flow takes its run's plan here instead of loading and checking its inputs a second time. A flow run by a
+    deployment finds none and plans itself."""
+    token = _PLANNED.set(plans)
+    try:
+        yield
+    finally:
+        _PLANNED.reset(token)
 
 
-def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, keep: bool = False) -> RunPlan:
-    """Load and check every input; raises before anything is written. With `checked`, inputs checked
-    earlier in this process are taken from it (and with `keep`, what this call loads is kept in it)."""
+def plan_for(settings: RunSettings) -> RunPlan:
+    """The run's plan: the one made by the caller for this run id, else a new one."""
+    found = [p for p in _PLANNED.get() if settings.run_id is not None and p.run_id == settings.run_id]
+    return found[0] if found else plan_run(settings)
+
+
+def plan_run(settings: RunSettings) -> RunPlan:
+    """Load and check every input; raises before anything is written. The plan's settings carry its run id."""
     try:
         config = settings.scoring_config()
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
     the_lake = Lake(settings.lake)
-    found = checked.take(settings) if checked is not None and not keep else None
-    if found is None:
-        t0 = time.perf_counter()
-        golden_set, the_target = load_inputs(settings, the_lake)
-        input_seconds = time.perf_counter() - t0
-    else:
-        golden_set, the_target, input_seconds = found
-    if keep and checked is not None:
-        checked.put(settings, golden_set, the_target, input_seconds)
-    chosen = select_metrics(settings.metrics)
+    t0 = time.perf_counter()
+    golden_set, the_target = load_inputs(settings, the_lake)
+    input_seconds = time.perf_counter() - t0
+    chosen = settings.chosen_metrics()
     if settings.embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
         resolve_embedder_path(settings.embedder)  # a bad --embedder fails here, before any work
     started = dt.datetime.now(dt.timezone.utc)
     if settings.run_id is not None and is_committed(the_lake, settings.run_id):
         raise ConfigError(f"run {settings.run_id} is already in the lake at {the_lake.url}; choose another --run-id")
     judge_config, spot_config = settings.judge_configs()
-    spot = settings.spot_check
+    run_id = settings.run_id or new_run_id(started, the_target.name)
     return RunPlan(
-        run_id=settings.run_id or new_run_id(started, the_target.name),
+        run_id=run_id,
         started_at=started,
         golden=golden_set,
         target=the_target,
@@ -275,11 +255,9 @@ def plan_run(settings: RunSettings, checked: CheckedInputs | None = None, *, kee
         results_dir=results_dir(the_lake, settings.results),
         batch_size=auto_batch_size(len(golden_set.cases), settings.batch_size),
         embedder=settings.embedder,
+        settings=settings.model_copy(update={"run_id": run_id}),
         judge=judge_config,
         spot_check=spot_config,
-        spot_share=spot.share if spot else 0.1,
-        spot_min=spot.minimum if spot else 10,
-        device=settings.device,
         input_seconds=input_seconds,
     )
 

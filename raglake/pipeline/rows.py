@@ -49,6 +49,8 @@ class RunRecord:
     prompt_versions: dict[str, str] = field(default_factory=dict)
     index_version: str | None = None
     index_info: dict[str, Any] = field(default_factory=dict)
+    eval_file: str | None = None  # the eval file the run was made from, and the sha256 of its bytes
+    eval_file_sha256: str | None = None
 
     def columns(self) -> dict[str, list[Any]]:
         row = asdict(self)

@@ -5,22 +5,32 @@ only the name of the variable that holds it."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from raglake.analysis import is_selector
 from raglake.embed.model import check_device, resolve_device
-from raglake.errors import ConfigError
-from raglake.judge.config import JudgeConfig, load_prices
+from raglake.errors import ConfigError, did_you_mean
+from raglake.judge.config import JudgeConfig
 from raglake.metrics.context import ScoringConfig
-from raglake.metrics.registry import select_metrics
-from raglake.pipeline.rescore import KEPT_NO_JUDGE, Decision
+from raglake.metrics.extensions import Extensions
+from raglake.metrics.registry import Metric, select_metrics
+from raglake.metrics.variants import metric_entry
+from raglake.pipeline.fields import Cli, leaf_fields, option_name
+from raglake.pipeline.judge_settings import JudgeSettings, SpotCheckSettings, _Settings
 from raglake.pipeline.runners import RunnerSpec
 
 SAMPLE_DIR = Path(str(resources.files("raglake.sample")))  # data/ in a checkout, raglake/sample/ in a wheel
@@ -36,6 +46,7 @@ def sample_path(*parts: str) -> str:
 SAMPLE_GOLDEN = sample_path("golden", "sample.jsonl")
 SAMPLE_CAPTURES = tuple(f"replay:{sample_path('captures', m + '.jsonl')}" for m in ("basic_search", "local_search"))
 DEFAULT_TARGET = f"builtin:{sample_path('corpus')}"
+SLICE_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 RUN_ID_MAX = 128
 RUN_ID = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,127}")  # fullmatch: a folder name (partitions, caches), not a path
 
@@ -52,33 +63,28 @@ def name_problem(value: str, what: str, *, run_id: bool = False) -> str | None:
     return None
 
 
-# CLI option of a settings field, where it is not "--" + the field name with dashes
-OPTION_NAMES = {
-    "judge.requests_per_minute": "--judge-rpm",
-    "judge.tokens_per_minute": "--judge-tpm",
-    "judge.timeout_s": "--judge-timeout",
-    "judge.max_cost_usd": "--judge-max-cost",
-    "spot_check.minimum": "--spot-check-min",
-    "run_ids": "RUNS",
-    "all_runs": "--all",
-}
-
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 class ScoringSettings(_Settings):
     """The scoring settings besides k and require_snippets (raglake.metrics.context.ScoringConfig)."""
 
     theta_s: float = Field(0.5, ge=-1.0, le=1.0, description="context_sufficiency threshold θs (cosine)")
     theta_h: float = Field(
-        0.7, ge=-1.0, le=1.0, description="answer_hallucination threshold θh (a sentence's support, 0-1)"
+        0.7,
+        ge=-1.0,
+        le=1.0,
+        description="answer_hallucination threshold θh: a sentence is unsupported when its support (0-1) is below it",
     )
-    bertscore_layer: int | None = Field(None, ge=1, description="BERTScore hidden layer (None: the model's last)")
-    bertscore_idf: bool = False
-    wp_weights: dict[str, float] = Field(default_factory=lambda: dict(ScoringConfig().wp_weights))
-    ragas_weights: dict[str, float] = Field(default_factory=lambda: dict(ScoringConfig().ragas_weights))
+    bertscore_layer: int | None = Field(None, ge=1, description="BERTScore hidden layer (default: the model's last)")
+    bertscore_idf: bool = Field(False, description="weight BERTScore tokens by idf over the run's references")
+    wp_weights: Annotated[dict[str, float], Cli(hidden=True)] = Field(
+        default_factory=lambda: dict(ScoringConfig().wp_weights),
+        description="weights of the white paper's composite score (correctness, faithfulness, precision, recall, "
+        "relevance); the ones left out keep their defaults",
+    )
+    ragas_weights: Annotated[dict[str, float], Cli(hidden=True)] = Field(
+        default_factory=lambda: dict(ScoringConfig().ragas_weights),
+        description="weights of the ragas-style composite (faithfulness, context_precision, context_recall, "
+        "answer_relevance); the ones left out keep their defaults",
+    )
 
     @field_validator("wp_weights", "ragas_weights")
     @classmethod
@@ -86,67 +92,16 @@ class ScoringSettings(_Settings):
         known = getattr(ScoringConfig(), info.field_name)
         unknown = sorted(set(value) - set(known))
         if unknown:
-            raise ValueError(f"unknown component {unknown[0]!r}; the components are {', '.join(known)}")
+            raise ValueError(
+                f"unknown component {unknown[0]!r}{did_you_mean(unknown[0], known)}; the components are "
+                f"{', '.join(known)}"
+            )
         if any(w < 0 for w in value.values()):
             raise ValueError("weights must not be negative")
         return {**known, **value}
 
     def config(self, k: int, require_snippets: bool) -> ScoringConfig:
         return ScoringConfig(k=k, require_snippets=require_snippets, **self.model_dump())
-
-
-class JudgeSettings(_Settings):
-    """An OpenAI-compatible judge: the user-settable fields of raglake.judge.config.JudgeConfig."""
-
-    base_url: str
-    model: str = Field(min_length=1)
-    api_key_env: str = Field("OPENAI_API_KEY", min_length=1, description="the variable holding the key")
-    timeout_s: float = Field(60.0, gt=0)
-    concurrency: int = Field(8, ge=1)
-    requests_per_minute: int | None = Field(None, ge=1)
-    tokens_per_minute: int | None = Field(None, ge=1)
-    max_retries: int = Field(4, ge=0)
-    backoff_s: float = Field(1.0, ge=0)
-    max_backoff_s: float = Field(60.0, ge=0)
-    seed: int = 0
-    max_calls: int | None = Field(None, ge=0)
-    max_cost_usd: float | None = Field(None, ge=0)
-    label: str | None = None
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must be an http(s) URL, got {value!r}")
-        return value
-
-    def config(self) -> JudgeConfig:
-        return JudgeConfig(**self.model_dump(), prices=load_prices())
-
-
-class SpotCheckSettings(_Settings):
-    """A second judgement of a share of the questions (reliability, seed 001): by a second judge model,
-    by the same judge asked in the prompts' variant wording (`variant`), or both."""
-
-    model: str | None = Field(None, min_length=1)  # None: the judge's own model (with variant)
-    base_url: str | None = None  # None: the judge's
-    variant: bool = False
-    share: float = Field(0.1, gt=0, le=1)
-    minimum: int = Field(10, ge=0)
-
-    @model_validator(mode="after")
-    def _second_opinion(self) -> SpotCheckSettings:
-        if self.model is None and not self.variant:
-            raise ValueError("a spot-check needs a second model (--spot-check-model) or --spot-check-variant")
-        return self
-
-
-def _known_metrics(names: list[str] | None) -> list[str] | None:
-    try:
-        select_metrics(names)
-    except ConfigError as e:
-        raise ValueError(str(e)) from None
-    return names or None
 
 
 def _runner(spec: str) -> str:
@@ -164,32 +119,90 @@ def _device(name: str) -> str:
         raise ValueError(str(e)) from None
 
 
+def _known_metrics(names: list[str] | None) -> list[str] | None:
+    """Built-in (and installed) metric names; a model with extensions checks its names after activating them."""
+    try:
+        select_metrics(names)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+    return names or None
+
+
 MetricNames = Annotated[list[str] | None, AfterValidator(_known_metrics)]
 RunnerSpecText = Annotated[str, AfterValidator(_runner)]
 DeviceName = Annotated[str, AfterValidator(_device)]
+Metrics = Annotated[
+    list[str] | None,
+    Cli(short="-m"),
+    Field(
+        description="only these case-level metrics (names, comma-separated; NAME@k=10 is a metric at its own k or "
+        "threshold; default: every built-in metric and the eval file's own)"
+    ),
+]
 
 
 class RunSettings(_Settings):
-    """One evaluation run: what the `run` command's options, the `evaluate` flow and the plan share."""
+    """One evaluation run: what the eval file, the `run` command's options and `raglake.evaluate`'s arguments
+    set (each default is declared here, once), handed as-is to the `evaluate` flow and read by the run's plan."""
 
-    golden: str = SAMPLE_GOLDEN
-    target: str = DEFAULT_TARGET
-    k: int = Field(5, ge=1)
-    lake: str | None = None
-    run_id: str | None = None
-    labels: str | None = None
-    metrics: MetricNames = None
-    require_snippets: bool = False
-    batch_size: int | None = Field(
-        None, ge=1, description="cases per capture/scoring task; None: auto_batch_size of the run's case count"
+    # first: validating it registers the eval file's own metrics, which `metrics` may then name
+    extensions: Annotated[Extensions, Cli(hidden=True)] = Field(
+        default_factory=Extensions, description="the eval file's own metrics, rubrics and assertions"
     )
-    results: str | None = None
-    embedder: str | None = None
-    device: DeviceName = "auto"
-    runner: RunnerSpecText = "thread"
-    scoring: ScoringSettings = ScoringSettings()
-    judge: JudgeSettings | None = None
-    spot_check: SpotCheckSettings | None = None
+
+    golden: str = Field(SAMPLE_GOLDEN, description="golden set (JSONL, JSON or YAML; default: the bundled sample)")
+    target: Annotated[str, Cli(hidden=True)] = Field(
+        DEFAULT_TARGET,
+        description="builtin[:CORPUS_DIR], http:CONFIG.yaml, replay:FILE or replay-run:RUN_ID (default: builtin "
+        "over the sample corpus)",
+    )
+    k: int = Field(5, ge=1, description="top-K cut-off of the retrieval metrics")
+    lake: str | None = Field(
+        None, description="lake root, a folder or an fsspec URL (default $RAGLAKE_LAKE or data/lake)"
+    )
+    run_id: str | None = Field(None, description="run id to use (one target only)")
+    labels: str | None = Field(None, description="human label annotation file (JSONL of {case_id, chunks, answers})")
+    metrics: Metrics = None
+    require_snippets: bool = Field(
+        False, description="a chunk matches a gold support only if it holds one of its snippets"
+    )
+    batch_size: int | None = Field(
+        None, ge=1, description="cases per capture/scoring task (default: the run's cases / 20, between 100 and 5,000)"
+    )
+    results: str | None = Field(
+        None,
+        description="where the run's staged files and Prefect's task results go: a folder or an fsspec URL "
+        "(default $RAGLAKE_RESULTS or <lake>/_results)",
+    )
+    embedder: str | None = Field(
+        None, description="sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2)"
+    )
+    device: DeviceName = Field(
+        "auto",
+        description="where the embedder runs: auto (cuda, else mps, when torch sees one, else cpu), cpu, cuda or mps",
+    )
+    runner: RunnerSpecText = Field(
+        "thread",
+        description="where scoring batches run: thread, or dask[:ADDRESS] (prefect-dask; a 2-worker LocalCluster "
+        "without ADDRESS)",
+    )
+    slices: list[str] | None = Field(
+        None,
+        description="metadata keys of the golden cases to break results down by, each the dimension meta.KEY "
+        "(breakdowns, comparisons and the gate test them like the built-in ones)",
+    )
+    scoring: Annotated[ScoringSettings, Cli(flatten=True)] = Field(default_factory=ScoringSettings)
+    judge: JudgeSettings | None = Field(None, description="the judge of the judge metrics (none: they are skipped)")
+    spot_check: SpotCheckSettings | None = Field(None, description="a second judgement of a share of the questions")
+    config_file: Annotated[str | None, Cli(hidden=True)] = Field(
+        None, description="the eval file the run was made from (absolute path)"
+    )
+    config_sha256: Annotated[str | None, Cli(hidden=True)] = Field(None, description="sha256 of its bytes")
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _local_judge(cls, value: Any) -> Any:
+        return JudgeSettings.of(value)
 
     @field_validator("run_id")
     @classmethod
@@ -199,11 +212,38 @@ class RunSettings(_Settings):
             raise ValueError(problem)
         return value
 
+    @field_validator("slices")
+    @classmethod
+    def _slices(cls, value: list[str] | None) -> list[str] | None:
+        for key in value or []:
+            if not SLICE_KEY.fullmatch(key):
+                raise ValueError(f"slice key {key!r}: letters, digits, '_' and '-' only (a key of the cases' metadata)")
+        return list(dict.fromkeys(value)) if value else None
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metric_entries(cls, value: Any) -> Any:
+        return [metric_entry(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        extensions = info.data.get("extensions") or Extensions()
+        try:
+            select_metrics(value, extra=extensions.activate())
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+        return value or None
+
     @model_validator(mode="after")
-    def _spot_needs_judge(self) -> RunSettings:
+    def _checked(self) -> RunSettings:
         if self.spot_check is not None and self.judge is None:
-            raise ValueError("a spot-check needs a judge: give --judge-base-url and --judge-model too")
+            raise ValueError("a spot-check needs a judge: give the judge's base_url and model too")
         return self
+
+    def chosen_metrics(self) -> list[Metric]:
+        """The metrics the run computes: those named, else the built-ins and the eval file's own."""
+        return select_metrics(self.metrics, extra=self.extensions.activate())
 
     def scoring_config(self) -> ScoringConfig:
         return self.scoring.config(self.k, self.require_snippets)
@@ -219,57 +259,28 @@ class RunSettings(_Settings):
         return judge, judge.with_model(spot.model or judge.model, spot.base_url, spot.variant)
 
 
-class RescoreSettings(_Settings):
-    """One re-scoring: which runs, which metrics, and the embedder and judge to use."""
-
-    run_ids: list[str] | None = None
-    since: dt.date | None = None
-    until: dt.date | None = None
-    all_runs: bool = False
-    metrics: MetricNames = None
-    lake: str | None = None
-    embedder: str | None = None
-    device: DeviceName = "auto"
-    judge: JudgeSettings | None = None
-    batch_size: int | None = Field(
-        None, ge=1, description="cases per capture/scoring task; None: auto_batch_size of the run's case count"
-    )
-    dry_run: bool = False
-    force: bool = Field(
-        False, description="recompute every selected metric, changed or not (judge metrics only with a judge)"
-    )
-    runner: RunnerSpecText = "thread"
-
-    def decide(self, decisions: list[Decision]) -> list[Decision]:
-        """The decisions with --force applied: everything recomputed, but judge metrics without a judge
-        (recomputing them would only replace their values by `skipped`)."""
-        if not self.force:
-            return decisions
-        return [
-            d if d.compute or d.reason == KEPT_NO_JUDGE else Decision(d.run_id, d.metric, True, "forced")
-            for d in decisions
-        ]
-
-
 def build(model: type[_Settings], **values: Any) -> Any:
-    """`model` from command-line values; a bad value is a ConfigError naming its option."""
+    """`model` from values given by name (an API call's, a deployment's); a bad value is a ConfigError naming
+    its field and its command-line option."""
     try:
         return model(**values)
     except ValidationError as e:
-        raise ConfigError("; ".join(_describe(err) for err in e.errors())) from None
+        raise ConfigError("; ".join(describe(model, err) for err in e.errors())) from None
 
 
-def _describe(err: Any) -> str:
+def describe(model: type[BaseModel], err: Any) -> str:
+    """One pydantic error as `judge.timeout_s (--judge-timeout-s): Input should be greater than 0 (got -1)`."""
     path = ".".join(str(p) for p in err["loc"])
     message = err["msg"].removeprefix("Value error, ")
-    if err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
+    if err["type"] == "extra_forbidden":
+        known = [f.path for f in leaf_fields(model)]
+        message = f"unknown setting{did_you_mean(path, known)}"
+    elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
         message += f" (got {err['input']!r})"
     if not path:
         return message
-    option = OPTION_NAMES.get(path) or "--" + path.replace("spot_check.", "spot_check_").replace(
-        "judge.", "judge_"
-    ).replace("scoring.", "").replace("_", "-")
-    return f"{option}: {message}"
+    option = option_name(model, path)
+    return f"{path} ({option}): {message}" if option != path else f"{path}: {message}"
 
 
 BATCHES_PER_RUN = 20  # an automatic batch size aims at this many batches ...

@@ -16,6 +16,26 @@ WITH base AS (
     INNER JOIN runs ON cases.run_id = runs.run_id
 ),
 
+-- an eval file's `slices: [KEY, …]` (recorded in runs.config_json's settings): a dimension meta.KEY per key,
+-- the case's metadata value as the slice ('(none)' where a case has no such key)
+meta_keys AS (
+    SELECT
+        run_id,
+        unnest(from_json(json_extract(config_json, '$.settings.slices'), '["VARCHAR"]')) AS meta_key
+    FROM runs
+    WHERE json_type(json_extract(config_json, '$.settings.slices')) = 'ARRAY'
+),
+
+meta AS (
+    SELECT
+        cases.run_id,
+        cases.case_id,
+        'meta.' || meta_keys.meta_key AS dimension,
+        coalesce(json_extract_string(cases.metadata, '$."' || meta_keys.meta_key || '"'), '(none)') AS slice
+    FROM cases
+    INNER JOIN meta_keys ON cases.run_id = meta_keys.run_id
+),
+
 final AS (
     SELECT run_id, case_id, 'all' AS dimension, 'all' AS slice FROM base
     UNION ALL SELECT run_id, case_id, 'category', category FROM base
@@ -25,6 +45,7 @@ final AS (
     UNION ALL SELECT run_id, case_id, 'target', target FROM base
     UNION ALL SELECT run_id, case_id, 'method', method FROM base
     UNION ALL SELECT run_id, case_id, 'tag', unnest(tags) FROM base
+    UNION ALL SELECT run_id, case_id, dimension, slice FROM meta
 )
 
 SELECT * FROM final;
