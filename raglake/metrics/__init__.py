@@ -12,4 +12,5 @@ from raglake.metrics import (  # noqa: F401
     labels,
     operational,
     retrieval,
+    variants,
 )

@@ -136,6 +136,12 @@ class BatchContext:
         self._cache: dict[str, Any] = {}
         self.embeddings: Any = None  # the batch's EmbeddingInputs, when metrics scored per case need them
 
+    def with_config(self, config: ScoringConfig) -> BatchContext:
+        """The same batch at other scoring settings (a metric variant's): nothing worked out is shared."""
+        other = BatchContext(self.batch, config, known_docs=self.known_docs, judge=self.judge)
+        other.embeddings = self.embeddings
+        return other
+
     def context(self, row: int) -> CaseContext:
         """The CaseContext the per-case path builds for this row."""
         if row not in self._contexts:

@@ -81,6 +81,18 @@ class CaseContext:
     def k(self) -> int:
         return self.config.k
 
+    def with_config(self, config: ScoringConfig) -> CaseContext:
+        """The same case at other scoring settings (a metric variant's, raglake.metrics.variants)."""
+        return CaseContext(
+            self.case,
+            self.capture,
+            config,
+            known_docs=self.known_docs,
+            judge_labels=self.judge_labels,
+            embeddings=self.embeddings,
+            judge=self.judge,
+        )
+
     @cached_property
     def abstained(self) -> bool:
         """The explicit `abstained` field, else seed 004's uncertainty phrases."""

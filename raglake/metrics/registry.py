@@ -21,7 +21,7 @@ STATUSES = ("ok", "undefined", "judge_error", "parse_error", "skipped", "metric_
 FAMILIES = ("retrieval", "label", "abstention", "embedding", "judge", "operational", "custom", "assertion")
 # where a metric is defined: raglake itself, a user's plugin module, an installed package's entry point
 # (group `raglake.metrics`), a rubric or an assertion of an eval file
-ORIGINS = ("builtin", "plugin", "entry_point", "rubric", "assertion")
+ORIGINS = ("builtin", "plugin", "entry_point", "rubric", "assertion", "variant")
 LEVELS = ("case", "run")
 APPLIES_TO = ("all", "answerable", "unanswerable")
 # what people label that a metric can be held against (`raglake metaeval`, docs/metaeval.md): graded
@@ -299,11 +299,23 @@ def repeated(names: Collection[str]) -> set[str]:
     return {n for n in names if (m := _REGISTRY.get(n)) is not None and m.same_as in names}
 
 
+_MAKERS: list[Callable[[str], Metric | None]] = []  # make a metric named on first use (raglake.metrics.variants)
+
+
+def add_maker(maker: Callable[[str], Metric | None]) -> None:
+    """`maker(name)` makes and registers the metric `name` when no registered one has that name (or says None)."""
+    _MAKERS.append(maker)
+
+
 def get_metric(name: str) -> Metric:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError("metric", name, _REGISTRY) from None
+    found = _REGISTRY.get(name)
+    for maker in _MAKERS if found is None else ():
+        found = maker(name)
+        if found is not None:
+            break
+    if found is None:
+        raise UnknownNameError("metric", name, _REGISTRY)
+    return found
 
 
 def default_metrics(level: str = "case", extra: Collection[str] = ()) -> list[Metric]:
