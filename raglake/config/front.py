@@ -5,6 +5,8 @@ named by its fields (a leaf as `judge.model` or by its option's parameter name, 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +113,9 @@ def _mapping(config: Mapping[str, Any], folder: Path) -> EvalFile:
         EvalFileModel.model_validate(data, context={"base_dir": str(folder)})
     except ValidationError as e:
         raise ConfigError("config: " + describe(EvalFileModel, e.errors()[0])) from None
-    return EvalFile(folder / "(config mapping)", "", resolve_paths(data, folder), None)
+    # recorded as the run's eval file: what the mapping was, and the sha256 of its canonical JSON
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    return EvalFile(folder / "(a mapping given as config)", digest, resolve_paths(data, folder), None)
 
 
 def _overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
