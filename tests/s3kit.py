@@ -161,10 +161,11 @@ class FaultProxy:
     """An HTTP proxy on a free loopback port in front of `upstream`. A share `faults` of requests (those
     `only(method, path)` selects) is answered 503 SlowDown or 500 InternalError without reaching the
     server, at most `max_run` times in a row for one request (method, path and query), so that the S3
-    client's own retries (botocore: 5 attempts) always get through; `max_run=None`: no cap. `hook(method,
-    path, query)` runs before each request is forwarded; where `lose_answer(method, path, query)` says so,
-    a request is done on the server but answered 500 (an answer lost on the way). Counts every request by
-    operation, the bytes of the bodies sent, the server's answers by status and the faults answered."""
+    client's own retries (botocore: 5 attempts) always get through; `max_run=None`: no cap.
+    `hook(method, path, query)` (the path decoded) runs before each request is forwarded (a true result
+    drops it); where `lose_answer(method, path, query)` says so, a request is done on the server but
+    answered 500 (an answer lost on the way). Counts every request by operation, the bytes of the bodies
+    sent, the server's answers by status and the faults answered."""
 
     def __init__(
         self,
@@ -177,7 +178,7 @@ class FaultProxy:
     ):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
         self.faults, self.max_run, self.only = faults, max_run, only
-        self.hook: Callable[[str, str, str], None] | None = None
+        self.hook: Callable[[str, str, str], bool | None] | None = None
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.requests: Counter[str] = Counter()
@@ -259,15 +260,16 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def _forward(self) -> None:
             url = urllib.parse.urlsplit(self.path)
-            method, body = self.command, self._body()
-            if proxy.hook is not None:
-                proxy.hook(method, url.path, url.query)
-            error = proxy.fault(method, url.path, url.query)
+            method, body, path = self.command, self._body(), urllib.parse.unquote(url.path)  # `=` comes as %3D
+            if proxy.hook is not None and proxy.hook(method, path, url.query):
+                self.close_connection = True  # dropped: never forwarded, never answered
+                return
+            error = proxy.fault(method, path, url.query)
             if error is not None:
                 status = 503 if error is _SLOWDOWN else 500
                 self._answer(status, [("Content-Type", "application/xml")], error, method == "HEAD")
                 return
-            proxy.count(method, url.path, url.query, len(body), "x-amz-copy-source" in self.headers)
+            proxy.count(method, path, url.query, len(body), "x-amz-copy-source" in self.headers)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "connection")}
             headers["Content-Length"] = str(len(body))
             conn = http.client.HTTPConnection(proxy.upstream, timeout=120)
@@ -276,7 +278,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 response = conn.getresponse()
                 data = response.read()
                 proxy.answered(response.status)
-                if proxy.lose_answer is not None and proxy.lose_answer(method, url.path, url.query):
+                if proxy.lose_answer is not None and proxy.lose_answer(method, path, url.query):
                     self._answer(500, [("Content-Type", "application/xml")], _INTERNAL, method == "HEAD")
                     return  # done on the server, but the client hears a failure (a lost answer)
                 kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP]

@@ -146,10 +146,19 @@ class Lake:
         except OSError:  # a filesystem without hard links: the existence check in write() is the guard
             self.fs.mv(tmp, final)
 
+    def _forget(self, path: str) -> None:
+        """Drop the filesystem's cached listings of `path` and everything under it (s3fs keeps each folder's
+        listing for the process: another writer's files, landed since, would not be seen)."""
+        self.fs.invalidate_cache(path)
+        cache = getattr(self.fs, "dircache", None)
+        if cache:
+            for key in [k for k in list(cache) if k.startswith(f"{path}/")]:
+                cache.pop(key, None)
+
     def partition_files(self, table: str, partition_value: str) -> list[str]:
         """Every file in one partition folder, temp files of interrupted writes included."""
         folder = self._dir(TABLES[table], partition_value)
-        self.fs.invalidate_cache(folder)
+        self._forget(folder)
         return sorted(self.fs.ls(folder, detail=False)) if self.fs.isdir(folder) else []
 
     def temp_files(self, table: str, stem: str) -> list[str]:
@@ -164,7 +173,7 @@ class Lake:
     def _listing(self, table: str) -> dict[str, dict[str, Any]]:
         """A table's committed-name parquet files (temporary files are never listed), path -> fsspec info."""
         spec = TABLES[table]
-        self.fs.invalidate_cache(f"{self.root.rstrip('/')}/{spec.name}")  # what other writers landed since
+        self._forget(f"{self.root.rstrip('/')}/{spec.name}")  # what other writers landed since
         pattern = f"{self.root.rstrip('/')}/{spec.name}/{spec.partition}=*/*.parquet"
         found = self.fs.glob(pattern, detail=True)
         return found if isinstance(found, dict) else {f: self.fs.info(f) for f in found}
