@@ -50,6 +50,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/capture.py
 	$(BIN)/python benchmarks/judge.py
 	$(BIN)/python benchmarks/lake.py
+	$(BIN)/python benchmarks/view.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/cli_scale.py --cases 100000 1000000 --dask
 

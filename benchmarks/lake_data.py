@@ -170,7 +170,9 @@ def shared_cases(rng: np.random.Generator, n: int) -> dict:
         "vault": vault,
         "expected_action": np.where(answerable, "answer", "refuse"),
         "n_gold_supports": n_supports,
-        "gold_supports": supports,
+        "gold_support_list": [  # the lake's layout: heading_path as `A > B`
+            [{**g, "heading_path": " > ".join(g["heading_path"])} for g in json.loads(s)] for s in supports
+        ],
         "metadata": ['{"author": "bench"}'] * n,
         "golden_case": golden,
         "effect": rng.normal(0, 0.6, n) - 0.5 * (difficulty == "hard") + 0.3 * (difficulty == "easy"),
@@ -198,7 +200,7 @@ def run_tables(
             "capture_status": ["ok"] * n,
             "answer": sentences(rng, n, 25),
             "abstained": ~cases["answerable"] & (rng.random(n) < 0.7),
-            "references": ["[]"] * n,
+            "reference_list": [[]] * n,
             "n_retrieved": np.full(n, K),
             "folder_mode": ["off"] * n,
             "selected_folders": [[]] * n,
@@ -254,7 +256,7 @@ def run_tables(
     reason = np.full(n * m, None, dtype=object)
     reason[rng.random(n * m) < 0.03] = "x"
     random_undefined = reason == "x"
-    reason[random_undefined] = np.vectorize(REASONS.get)(families[random_undefined])
+    reason[random_undefined] = np.vectorize(REASONS.get, otypes=[object])(families[random_undefined])
     reason[(applies == "answerable") & ~answerable] = "not_answerable"
     reason[(applies == "unanswerable") & answerable] = "answerable"
     ok = np.equal(reason, None)  # elementwise on an object array

@@ -26,7 +26,7 @@ from raglake.report.format import number
 from raglake.view import web
 from raglake.view.compare import compare_page
 from tests.lakekit import MINI_GOLDEN, MINI_REPLAY, land
-from tests.viewkit import HOSTILE_ID, HUGE, META_SLICES, REASONING, ViewLake, build_view_lake
+from tests.viewkit import HOSTILE_ID, HUGE, REASONING, ViewLake, build_view_lake
 
 ROWS = 5  # the SQL page's table rows in these tests
 
@@ -96,7 +96,18 @@ def test_run_page_shows_the_lakes_n_mean_and_interval(client, view_lake):
     for r in q.metric_ci(view_lake.b, "all"):
         assert f"{r['metric']} {'↑' if r['higher_is_better'] else '↓'}" in text
         assert f"{r['n']} {number(r['mean'])} [{number(r['ci_low'])}, {number(r['ci_high'])}]" in text
-    assert "by category" in text and "by tag" in text and ("by meta.author" in text or not META_SLICES)
+    assert "category=factual" in text  # the breakdown by category, the default
+    raw = page(client, f"/runs/{view_lake.b}")
+    for dimension in ("category", "tag", "difficulty", "vault", "answerable", "target", "method"):
+        assert f'href="/runs/{view_lake.b}?by={dimension}#breakdowns"' in raw
+    assert '?by=meta.author#breakdowns"' in raw  # the eval file's slices: [author]
+    by_tag = plain(page(client, f"/runs/{view_lake.b}?by=tag"))
+    tag_rows = [r for r in q.metric_ci(view_lake.b, "tag") if r["metric"] == "recall_any_at_k"]
+    assert f"tag=atlas {number(next(r for r in tag_rows if r['slice'] == 'atlas')['mean'])}" in by_tag
+    assert "has no dimension 'colour'" in plain(page(client, f"/runs/{view_lake.b}?by=colour", 404))
+    worst = page(client, f"/runs/{view_lake.b}/worst")
+    rows = run_query(q.con, "worst_cases", run_id=view_lake.b, metrics=["recall_any_at_k"], n=10).to_pylist()
+    assert rows and all(f'href="{web.case_url(view_lake.b, r["case_id"])}"' in worst for r in rows)
     assert "error_rate" in text and "latency_p95_ms" in text and "judge_cost_usd" in text
     assert "Why values are missing" in text and "no unanswerable case" in text
     assert f"Compare with the previous run (basic_search): {view_lake.a}" in text  # no earlier local_search run

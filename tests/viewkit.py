@@ -24,12 +24,11 @@ from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run
-from raglake.pipeline.scoring import score_batch
 from raglake.pipeline.settings import RunSettings
 from tests.fake_openai import FakeOpenAI, canned_reply, ok, prompt_id_of
 from tests.judgekit import judge_outcomes
 from tests.lakekit import land
+from tests.rowpath import land_scored_run, score_batch
 from tests.samplepair import BASIC, GOLDEN, LOCAL
 
 METRICS = [
@@ -41,8 +40,6 @@ METRICS = [
     "correctness",
     "groundedness",
 ]
-# an eval file's `slices:` (the dimension meta.author), where this checkout's settings have the field
-META_SLICES = {"slices": ["author"]} if "slices" in RunSettings.model_fields else {}
 REASONING = "The answer names the instance but <b>not</b> the upgrade."
 HUGE = 300_000  # characters of the hostile run's huge answer
 HOSTILE_ID = "../../etc/passwd"  # a case id shaped like a path: only ever a SQL parameter
@@ -86,7 +83,7 @@ def land_judged(lake: str, target: str, run_id: str, server: FakeOpenAI, minutes
             lake=lake,
             run_id=run_id,
             metrics=METRICS,
-            **META_SLICES,
+            slices=["author"],  # an eval file's `slices:`: the dimension meta.author
             judge={"base_url": server.url, "model": "gpt-4o-mini", "max_retries": 0},
         )
     )

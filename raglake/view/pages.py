@@ -14,12 +14,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from raglake.analysis import LakeQueries
 from raglake.errors import RaglakeError, UnknownNameError
 from raglake.view.case import NotFound, call_page, case_page
 from raglake.view.compare import compare_page
 from raglake.view.lakewide import SqlLimits, metaeval_page, metrics_page, sql_csv, sql_table
 from raglake.view.runs import run_page as run_data
-from raglake.view.runs import runs_page
+from raglake.view.runs import runs_page, worst_page
 from raglake.view.state import LakeState
 
 CSS = "view.css"
@@ -58,6 +59,7 @@ class Pages:
             ("/", self.home),
             ("/runs", self.runs),
             ("/runs/{run_id}", self.run),
+            ("/runs/{run_id}/worst", self.worst),
             ("/runs/{run_id}/cases/{case_id:path}", self.case),
             ("/compare", self.compare),
             ("/calls/{call_key}", self.call),
@@ -72,50 +74,61 @@ class Pages:
     def home(self, request: Request) -> Response:
         return RedirectResponse("/runs", status_code=303)
 
+    def _data(self, name: str, request: Request, build: Callable[[LakeQueries], dict[str, Any]]) -> dict[str, Any]:
+        """A page's figures, kept for its URL while the lake does not change (LakeState.page)."""
+        key = (name, tuple(sorted(request.path_params.items())), tuple(sorted(request.query_params.multi_items())))
+        return self.ctx.state.page(key, build)
+
     def runs(self, request: Request) -> Response:
-        with self.ctx.state.queries() as q:
-            data = runs_page(q, request.query_params)
+        data = self._data("runs", request, lambda q: runs_page(q, request.query_params))
         return self.ctx.render("runs.html.j2", page="runs", **data)
 
     def run(self, request: Request) -> Response:
-        with self.ctx.state.queries() as q:
-            run_id = q.run_ids([request.path_params["run_id"]])[0]
-            data = run_data(q, run_id)
-        return self.ctx.render("run.html.j2", page="runs", **data)
+        by = request.query_params.get("by") or None
+
+        def build(q: LakeQueries) -> dict[str, Any]:
+            return run_data(q, q.run_ids([request.path_params["run_id"]])[0], by)
+
+        return self.ctx.render("run.html.j2", page="runs", **self._data("run", request, build))
+
+    def worst(self, request: Request) -> Response:
+        data = self._data("worst", request, lambda q: worst_page(q, q.run_ids([request.path_params["run_id"]])[0]))
+        return self.ctx.render("worst.html.j2", page="runs", **data)
 
     def case(self, request: Request) -> Response:
         against = request.query_params.get("against") or None
-        with self.ctx.state.queries() as q:
+
+        def build(q: LakeQueries) -> dict[str, Any]:
             run_id = q.run_ids([request.path_params["run_id"]])[0]
             other = q.run_ids([against])[0] if against else None
-            data = case_page(q, run_id, request.path_params["case_id"], other)
-        return self.ctx.render("case.html.j2", page="runs", **data)
+            return case_page(q, run_id, request.path_params["case_id"], other)
+
+        return self.ctx.render("case.html.j2", page="runs", **self._data("case", request, build))
 
     def compare(self, request: Request) -> Response:
         a, b = request.query_params.get("a") or "", request.query_params.get("b") or ""
-        with self.ctx.state.queries() as q:
-            runs = q.runs(200)
-            if not (a and b):
-                return self.ctx.render("pick.html.j2", page="runs", runs=runs, a=a, b=b)
-            run_a, run_b = q.run_ids([a])[0], q.run_ids([b])[0]
-            data = compare_page(q, run_a, run_b)
-        return self.ctx.render("compare.html.j2", page="runs", runs=runs, **data)
+        if not (a and b):
+            with self.ctx.state.queries() as q:
+                runs = q.runs(200)
+            return self.ctx.render("pick.html.j2", page="runs", runs=runs, a=a, b=b)
+
+        def build(q: LakeQueries) -> dict[str, Any]:
+            return compare_page(q, q.run_ids([a])[0], q.run_ids([b])[0])
+
+        return self.ctx.render("compare.html.j2", page="runs", **self._data("compare", request, build))
 
     def call(self, request: Request) -> Response:
         run_id, case_id = request.query_params.get("run"), request.query_params.get("case")
-        with self.ctx.state.queries() as q:
-            data = call_page(q, request.path_params["call_key"])
+        data = self._data("call", request, lambda q: call_page(q, request.path_params["call_key"]))
         back = {"run_id": run_id, "case_id": case_id} if run_id and case_id else None
         return self.ctx.render("call.html.j2", page="runs", back=back, **data)
 
     def metrics(self, request: Request) -> Response:
-        with self.ctx.state.queries() as q:
-            data = metrics_page(q)
+        data = self._data("metrics", request, metrics_page)
         return self.ctx.render("metrics.html.j2", page="metrics", **data)
 
     def metaeval(self, request: Request) -> Response:
-        with self.ctx.state.queries() as q:
-            data = metaeval_page(q, request.path_params.get("metaeval_id"))
+        data = self._data("metaeval", request, lambda q: metaeval_page(q, request.path_params.get("metaeval_id")))
         return self.ctx.render("metaeval.html.j2", page="metaeval", **data)
 
     def sql(self, request: Request) -> Response:

@@ -14,11 +14,13 @@ from raglake.lake.query import run_query
 from raglake.metrics.registry import all_metrics
 from raglake.report.data import headline_rows, run_info, worst_cases
 from raglake.report.format import fold_unscored
+from raglake.view.case import NotFound
 
 MAX_RUNS = 200  # rows of the Runs page
 MAX_SPARK_METRICS = 6  # headline metrics with a sparkline column on the Runs page
 SPARK_W, SPARK_H, SPARK_PAD = 90.0, 22.0, 2.0
-WORST_N = 5  # worst cases listed per metric on the Run page
+WORST_N = 10  # worst cases listed per metric on the Worst cases page (as the report's default --worst)
+MAX_WORST_METRICS = 6
 FILTERS = ("target", "dataset", "since", "until", "tag")
 
 
@@ -102,28 +104,35 @@ def runs_page(q: LakeQueries, params: Mapping[str, str]) -> dict[str, Any]:
     return {"runs": runs, "filters": chosen, "options": options, "metrics": metrics, "limit": MAX_RUNS}
 
 
-def _breakdowns(q: LakeQueries, run_id: str, metrics: list[str]) -> dict[str, dict[str, Any]]:
-    """dimension -> {slices: [slice], cells: {(slice, metric): metric_ci row}} for every dimension of the
-    run but `all` (the built-in ones and an eval file's meta.* slices), the listed metrics only."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in q.metric_ci(run_id, "any"):
-        if r["dimension"] == "all" or r["metric"] not in metrics:
-            continue
-        entry = out.setdefault(r["dimension"], {"slices": [], "cells": {}})
-        if r["slice"] not in entry["slices"]:
-            entry["slices"].append(r["slice"])
-        entry["cells"][(r["slice"], r["metric"])] = r
-    return dict(sorted(out.items(), key=lambda kv: (kv[0].startswith("meta."), kv[0])))
+def _breakdown(q: LakeQueries, run_id: str, by: str, metrics: list[str]) -> dict[str, Any]:
+    """One dimension of the run: {slices: [slice], cells: {(slice, metric): metric_ci row}}, the listed metrics."""
+    out: dict[str, Any] = {"slices": [], "cells": {}}
+    for r in q.metric_ci(run_id, by):
+        if r["metric"] in metrics:
+            if r["slice"] not in out["slices"]:
+                out["slices"].append(r["slice"])
+            out["cells"][(r["slice"], r["metric"])] = r
+    return out
 
 
-def run_page(q: LakeQueries, run_id: str) -> dict[str, Any]:
-    """Everything the Run page shows about one run."""
+def dimensions(q: LakeQueries, run_id: str, by: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """The run's dimensions (sql/slice_dimensions.sql: the built-in ones, then its eval file's meta.* ones) and
+    the one shown: `by`, else the first (category where the run has it)."""
+    found = run_query(q.con, "slice_dimensions", run_id=run_id).to_pylist()
+    names = [d["dimension"] for d in found]
+    if by is not None and by not in names:
+        raise NotFound(f"run {run_id} has no dimension {by!r}; it has {', '.join(names)}")
+    return found, by or ("category" if "category" in names else (names[0] if names else None))
+
+
+def run_page(q: LakeQueries, run_id: str, by: str | None = None) -> dict[str, Any]:
+    """Everything the Run page shows about one run, its breakdown by `by` (default category)."""
     info = run_info(q, run_id)
     headline, unscored = headline_rows(q, run_id)
     have = {r["metric"] for r in headline}
     shown = [m.name for m in all_metrics(level="case") if m.headline and m.name in have] or sorted(have)
-    worst_metrics = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have]
     others = [r for r in q.runs(MAX_RUNS) if r["run_id"] != run_id]
+    found, by = dimensions(q, run_id, by)
     return {
         "run": info,
         "headline": headline,
@@ -132,10 +141,11 @@ def run_page(q: LakeQueries, run_id: str) -> dict[str, Any]:
         "missing": [r for r in headline if r["n_rows"] > r["n"]],
         "breakdown_metrics": shown,
         "directions": {r["metric"]: r["higher_is_better"] for r in headline},
-        "breakdowns": _breakdowns(q, run_id, shown),
+        "dimensions": found,
+        "by": by,
+        "breakdown": _breakdown(q, run_id, by, shown) if by else None,
         "figures": [f for f in q.figures([run_id]) if f["metric"] != "stage_seconds"],
         "coverage": q.coverage(run_id),
-        "worst": worst_cases(q, run_id, worst_metrics[:4], WORST_N),
         "previous": previous_run(q, info, others),
         "others": others,
     }
@@ -157,3 +167,10 @@ def previous_run(q: LakeQueries, info: dict[str, Any], others: list[dict[str, An
     if not earlier:
         return None
     return {"run_id": earlier[0]["run_id"], "target_name": earlier[0]["target_name"], "same_target": False}
+
+
+def worst_page(q: LakeQueries, run_id: str) -> dict[str, Any]:
+    """The worst cases of the run's worst-case metrics (the report's sql/worst_cases.sql)."""
+    have = set(q.scored_metrics([run_id]))
+    chosen = [m.name for m in all_metrics(level="case") if m.worst_cases and m.name in have][:MAX_WORST_METRICS]
+    return {"run": run_info(q, run_id), "worst": worst_cases(q, run_id, chosen, WORST_N), "n": WORST_N}

@@ -36,7 +36,7 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
 def run_url(run_id: str) -> str:
@@ -108,7 +108,9 @@ class SecurityHeaders:
 def allowed_hosts(host: str) -> list[str]:
     """Host headers the app answers: the loopback names when it listens there (a page elsewhere cannot reach
     the lake through DNS rebinding), any when it was bound to another address on purpose (--host)."""
-    if host in LOOPBACK_NAMES or host.startswith("127."):
+    if ":" in host:  # an IPv6 address: Starlette's host check cannot read `[::1]:port`
+        return ["*"]
+    if host == "localhost" or host.startswith("127."):
         return [*LOOPBACK_NAMES, host, "testserver"]
     return ["*"]
 
