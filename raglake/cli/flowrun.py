@@ -69,8 +69,9 @@ def rescore_runs(settings: RescoreSettings, *, quiet: bool) -> dict:
     with interrupt.stoppable(_rescore_note), interrupt.cleanup(runtime.stop_api):
         import_pandas_early()
         runtime.start_api()
-        with progress.reporting(render.console, not quiet):
-            return interrupt.run_in_worker(rescore, settings)
+        with local_judge(settings.judge, render.console.print, interrupt.cleanup) as judge:
+            with progress.reporting(render.console, not quiet):
+                return interrupt.run_in_worker(rescore, settings.model_copy(update={"judge": judge}))
 
 
 def run_metaeval(settings: MetaevalSettings, *, quiet: bool) -> str:

@@ -20,7 +20,7 @@ from raglake.gate import GateRules
 from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import FAMILIES
 from raglake.metrics.variants import metric_entry
-from raglake.pipeline.settings import JudgeSettings, RunSettings
+from raglake.pipeline.settings import RunSettings
 from raglake.records import read_yaml_mapping
 
 EVAL_FILE = "raglake.yaml"  # looked for in the working folder when no -c FILE is given
@@ -76,10 +76,6 @@ class _FileOnly(BaseModel):
     def _metric_entries(cls, value: Any) -> Any:
         return [metric_entry(v) for v in value] if isinstance(value, list) else value
 
-    @field_validator("judge", mode="before", check_fields=False)
-    @classmethod
-    def _local_judge(cls, value: Any) -> Any:
-        return JudgeSettings.of(value)
 
 
 def _optional(info: FieldInfo) -> tuple[Any, FieldInfo]:
@@ -252,6 +248,8 @@ def target_path(spec: Any, folder: Path) -> Any:
 def schema() -> dict[str, Any]:
     """The eval file's JSON Schema (`raglake config schema`): editors complete and check the file from it."""
     out = EvalFileModel.model_json_schema()
+    judge = out["properties"]["judge"]
+    judge["anyOf"] = [*judge["anyOf"], {"const": "local", "description": "the bundled local judge"}]
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     out["title"] = "raglake eval file (raglake.yaml)"
     return out

@@ -13,20 +13,22 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
 from raglake.errors import ConfigError, UnknownNameError
 from raglake.lake.store import Lake
+from raglake.metaeval.download import cache_folder, missing
 from raglake.metaeval.items import LABEL_KINDS, LabelledItem, read_items, write_items
 from raglake.metaeval.sources import SOURCES, convert
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import Metric, select_metrics
 from raglake.pipeline.fields import Cli
+from raglake.pipeline.judge_settings import JudgeField
 from raglake.pipeline.plan import PROJECT_ROOT, results_dir
-from raglake.pipeline.settings import DeviceName, JudgeSettings, MetricNames, ScoringSettings, _Settings, name_problem
+from raglake.pipeline.settings import DeviceName, MetricNames, ScoringSettings, _Settings, name_problem
 from raglake.pipeline.staging import BatchRef, Store, stage_pairs
 from raglake.schemas import Capture, GoldenCase
 
@@ -45,7 +47,9 @@ class MetaevalSettings(_Settings):
         None, description="labelled JSONL file(s) (docs/metaeval.md); default: the shared sets, converted"
     )
     source: str | None = Field(
-        None, description="the shared metaeval folder (default: ../shared/metaeval beside the checkout)"
+        None,
+        description="the folder of the public sets (default: ../shared/metaeval beside a checkout, else where "
+        "--download puts them: ~/.cache/raglake/metaeval)",
     )
     datasets: list[str] | None = Field(None, description="only these data sets (comma-separated)")
     max_items: int | None = Field(
@@ -65,12 +69,7 @@ class MetaevalSettings(_Settings):
     device: DeviceName = Field("auto", description="where the embedder runs: auto, cpu, cuda or mps")
     batch_size: int = Field(200, ge=1, description="items per scoring task")
     scoring: Annotated[ScoringSettings, Cli(flatten=True)] = Field(default_factory=ScoringSettings)
-    judge: JudgeSettings | None = Field(None, description="the judge of the judge metrics (none: they are skipped)")
-
-    @field_validator("judge", mode="before")
-    @classmethod
-    def _local_judge(cls, value: Any) -> Any:
-        return JudgeSettings.of(value)
+    judge: JudgeField = Field(None, description="the judge of the judge metrics (none: they are skipped)")
 
     @field_validator("extensions")
     @classmethod
@@ -146,8 +145,36 @@ def sample(items: list[LabelledItem], max_items: int | None, seed: int) -> list[
     return taken
 
 
+def source_root(source: str | None) -> Path:
+    """--source, else ../shared/metaeval beside a checkout, else the folder --download writes to."""
+    if source:
+        return Path(source)
+    return DEFAULT_SOURCE if DEFAULT_SOURCE.is_dir() else cache_folder()
+
+
+def check_data(settings: MetaevalSettings) -> None:
+    """Before any work (and before Prefect starts): the labelled data is there, or one ConfigError that says
+    what to pass."""
+    if settings.data:
+        absent = [p for p in settings.data if not Path(p).is_file()]
+        if absent:
+            raise ConfigError(f"--data {absent[0]}: no such file (labelled items as JSONL, docs/metaeval.md)")
+        return
+    root = source_root(settings.source)
+    names = [n for n in SOURCES if not settings.datasets or n in settings.datasets]
+    lacking = missing(root, names)
+    if not root.is_dir() or lacking:
+        fetch = "raglake metaeval --download" + (f" --source {root}" if settings.source else "")
+        what = f"no labelled data at {root}" if not root.is_dir() else f"{root} lacks {', '.join(lacking)}"
+        raise ConfigError(
+            f"{what}: run `{fetch}` (the public sets, checked by sha256), or give --data FILE.jsonl or "
+            "--source DIR (docs/metaeval.md)"
+        )
+
+
 def load_sets(settings: MetaevalSettings) -> tuple[dict[str, list[LabelledItem]], dict[str, str]]:
     """Every data set's items (before sampling) and where each came from."""
+    check_data(settings)
     sets: dict[str, list[LabelledItem]] = {}
     sources: dict[str, str] = {}
     if settings.data:
@@ -156,7 +183,7 @@ def load_sets(settings: MetaevalSettings) -> tuple[dict[str, list[LabelledItem]]
                 sets.setdefault(item.dataset, []).append(item)
                 sources[item.dataset] = str(path)
     else:
-        root = Path(settings.source) if settings.source else DEFAULT_SOURCE
+        root = source_root(settings.source)
         names = [n for n in SOURCES if not settings.datasets or n in settings.datasets]
         sets = convert(root, names)
         sources = {n: f"{root}:{n}" for n in sets}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from raglake.judge.config import JudgeConfig, load_prices
 from raglake.judge.local import LOCAL_MODEL
@@ -121,3 +121,8 @@ class SpotCheckSettings(_Settings):
                 "wording (spot_check.variant, --spot-check-variant)"
             )
         return self
+
+
+# a judge field of a settings model: `local` (the eval file's `judge: local`, the API's judge="local") is the
+# bundled judge; a mapping or a JudgeSettings as given
+JudgeField = Annotated[JudgeSettings | None, BeforeValidator(JudgeSettings.of)]

@@ -10,8 +10,9 @@ from pydantic import Field, field_validator
 
 from raglake.metrics.extensions import Extensions
 from raglake.pipeline.fields import Cli
+from raglake.pipeline.judge_settings import JudgeField
 from raglake.pipeline.rescore import KEPT_NO_JUDGE, Decision
-from raglake.pipeline.settings import DeviceName, JudgeSettings, MetricNames, RunnerSpecText, _Settings
+from raglake.pipeline.settings import DeviceName, MetricNames, RunnerSpecText, _Settings
 
 
 class RescoreSettings(_Settings):
@@ -31,7 +32,7 @@ class RescoreSettings(_Settings):
     lake: str | None = Field(None, description="lake root (default $RAGLAKE_LAKE or data/lake)")
     embedder: str | None = Field(None, description="embedder (default: the one each run used)")
     device: DeviceName = Field("auto", description="where the embedder runs: auto, cpu, cuda or mps")
-    judge: JudgeSettings | None = Field(None, description="judge for judge metrics (without one they are kept)")
+    judge: JudgeField = Field(None, description="judge for judge metrics (without one they are kept)")
     batch_size: int | None = Field(
         None, ge=1, description="cases per scoring task (default: the run's cases / 20, between 100 and 5,000)"
     )

@@ -30,7 +30,8 @@ from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import Metric, select_metrics
 from raglake.metrics.variants import metric_entry
 from raglake.pipeline.fields import Cli, leaf_fields, option_name
-from raglake.pipeline.judge_settings import JudgeSettings, SpotCheckSettings, _Settings
+from raglake.pipeline.judge_settings import JudgeField, SpotCheckSettings, _Settings
+from raglake.pipeline.judge_settings import JudgeSettings as JudgeSettings  # its models, named here too
 from raglake.pipeline.runners import RunnerSpec
 
 SAMPLE_DIR = Path(str(resources.files("raglake.sample")))  # data/ in a checkout, raglake/sample/ in a wheel
@@ -192,17 +193,12 @@ class RunSettings(_Settings):
         "(breakdowns, comparisons and the gate test them like the built-in ones)",
     )
     scoring: Annotated[ScoringSettings, Cli(flatten=True)] = Field(default_factory=ScoringSettings)
-    judge: JudgeSettings | None = Field(None, description="the judge of the judge metrics (none: they are skipped)")
+    judge: JudgeField = Field(None, description="the judge of the judge metrics (none: they are skipped)")
     spot_check: SpotCheckSettings | None = Field(None, description="a second judgement of a share of the questions")
     config_file: Annotated[str | None, Cli(hidden=True)] = Field(
         None, description="the eval file the run was made from (absolute path)"
     )
     config_sha256: Annotated[str | None, Cli(hidden=True)] = Field(None, description="sha256 of its bytes")
-
-    @field_validator("judge", mode="before")
-    @classmethod
-    def _local_judge(cls, value: Any) -> Any:
-        return JudgeSettings.of(value)
 
     @field_validator("run_id")
     @classmethod
