@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from raglake.cli.metaeval import _cells
+from raglake.cli.metaeval_table import row_cells
 from raglake.metaeval import stats
 from raglake.metaeval.agreement import CaseScore, Settings, dataset_rows
 from raglake.metaeval.items import LabelledItem
@@ -113,6 +113,6 @@ def test_negative_zero_is_never_printed(value: float) -> None:
         "n_failed": 0,
         "n_total": 3,
     }
-    cells = _cells(row)
-    assert cells[5] == "0.000" and cells[6] == "[0.000, 0.500]", cells
+    cells = row_cells(row)
+    assert cells["figure"] == "0.000" and cells["95% CI"] == "[0.000, 0.500]", cells
     assert number(-0.0006) == "-0.001"  # a negative that rounds to a number keeps its sign

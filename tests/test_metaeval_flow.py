@@ -148,8 +148,9 @@ def test_the_command_line_prints_a_landed_metaeval_and_exports_items(
 def test_the_printed_table_keeps_every_figure_whole_at_the_pipe_width(
     metaeval_lake: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Piped output (120 columns): the figures and intervals are never cut to an ellipsis, and the judge
-    metrics that were skipped are one line, not a row each."""
+    """Piped output (120 columns): the figures and intervals are never cut to an ellipsis, the judge
+    metrics that were skipped are one line, not a row each, and a row that repeats another (sql/metaeval.sql's
+    `repeats`) is left out."""
     from typer.testing import CliRunner
 
     from raglake.cli import app, render
@@ -159,16 +160,32 @@ def test_the_printed_table_keeps_every_figure_whole_at_the_pipe_width(
     assert shown.exit_code == 0, shown.output
     q = open_lake(metaeval_lake)
     rows = run_query(q.con, "metaeval", metaeval_id="").to_pylist()
-    ok = [r for r in rows if r["status"] == "ok" and r["value"] is not None]
+    ok = [r for r in rows if r["status"] == "ok" and r["value"] is not None and not r["repeats"]]
     skipped = sorted({r["metric"] for r in rows if r["status"] == "skipped"})
     assert ok and skipped
-    for r in ok:
-        assert f"{r['value']:.3f}" in shown.output
-        if r["ci_low"] is not None:
-            assert f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" in shown.output
+    lines = [line.split() for line in shown.output.splitlines()]
+    for r in ok:  # one line holds the metric, its figure and its interval
+        ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]".split() if r["ci_low"] is not None else []
+        assert any(w[:1] == [r["metric"]] and w[-3:] == [f"{r['value']:.3f}", *ci][-3:] for w in lines), r
     table = shown.output[: shown.output.index("skipped (no judge configured)")]
     assert "skipped" not in table
     assert f"skipped (no judge configured): {', '.join(skipped)}" in " ".join(shown.output.split())
+
+
+def test_on_the_pipeline_s_own_values_a_0_1_decider_s_auroc_is_its_balanced_accuracy(metaeval_lake: str) -> None:
+    """The metrics that decide (answer_hallucination at θh, the chunk-cosine rule) on the tiny support set,
+    scored by the flow: AUROC and balanced accuracy are one figure with one interval, the lake keeps both and
+    the SQL marks the AUROC as repeating it."""
+    rows = run_query(open_lake(metaeval_lake).con, "metaeval", metaeval_id="").to_pylist()
+    by = {(r["dataset"], r["split"], r["metric"], r["statistic"]): r for r in rows}
+    deciders = [k for k in by if k[3] == "balanced_accuracy" and by[k]["value"] is not None]
+    assert {k[2] for k in deciders} >= {"answer_hallucination", "answer_hallucination_chunk_cos"}
+    for dataset, split, metric, _ in deciders:
+        auroc, decided = by[dataset, split, metric, "auroc"], by[dataset, split, metric, "balanced_accuracy"]
+        for key in ("value", "ci_low", "ci_high"):
+            assert auroc[key] == pytest.approx(decided[key], abs=1e-12), (split, metric, key)
+        assert auroc["repeats"] == "balanced_accuracy" and decided["repeats"] is None
+    assert by["tiny_support", "all", "answer_hallucination_score", "auroc"]["repeats"] is None
 
 
 def test_the_report_has_a_section_for_the_latest_metaeval(metaeval_lake: str) -> None:
@@ -180,6 +197,8 @@ def test_the_report_has_a_section_for_the_latest_metaeval(metaeval_lake: str) ->
     run_id = land(metaeval_lake, golden, replay, "r-with-metaeval", metrics=["mrr_at_k"])
     data = gather(open_lake(metaeval_lake), run_id, worst=0, n_boot=200)
     assert {r["split"] for r in data.metaeval} == {"all", "heldout"}  # dev rows are left to the CLI and SQL
+    assert data.metaeval and not any(r["repeats"] for r in data.metaeval)  # the AUROC of a decider: its BA
+    assert {(r["metric"], r["statistic"]) for r in data.metaeval} >= {("answer_hallucination", "balanced_accuracy")}
     html = render(data)
     assert 'id="metaeval"' in html and "tiny_support" in html and "answer_hallucination_score" in html
 
@@ -224,4 +243,5 @@ def test_a_judge_is_measured_against_the_labels(tmp_path: Path, monkeypatch: pyt
     assert rows["answer_class_correct", "kappa"]["value"] == pytest.approx((p_o - p_e) / (1 - p_e))  # 2/3
     assert rows["answer_class_correct", "kappa"]["judge_model"] == "fake-judge"
     assert rows["answer_class_correct", "auroc"]["value"] == pytest.approx((1 + 2 / 3) / 2)  # TPR 1, TNR 2/3
+    assert rows["answer_class_correct", "balanced_accuracy"]["value"] == pytest.approx((1 + 2 / 3) / 2)  # the same
     assert all(r["status"] == "ok" and r["n"] == 6 for r in rows.values())

@@ -6,18 +6,18 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from raglake import prefect_settings
 from raglake.cli import options as opt
 from raglake.cli import render
 from raglake.cli.common import app, split_option
+from raglake.cli.metaeval_table import metaeval_lines, repeated_line
 from raglake.cli.settings_options import with_settings_options
 from raglake.config.front import settings_for
 from raglake.errors import ConfigError
 from raglake.lake.query import run_query
-from raglake.metaeval.plan import MetaevalSettings, save_items
+from raglake.metaeval.download import download as fetch_sets
+from raglake.metaeval.plan import MetaevalSettings, check_data, save_items
 from raglake.pipeline.lakes import open_lake
 
 
@@ -32,6 +32,21 @@ def metaeval(
     show: Annotated[
         Optional[str], typer.Option(help="Only print a landed meta-evaluation's table (its id, or 'latest').")
     ] = None,
+    download: Annotated[
+        bool,
+        typer.Option(
+            "--download",
+            help="Only fetch the public labelled sets (pinned commits, each file checked by sha256) into --source "
+            "(default ~/.cache/raglake/metaeval, where later runs find them).",
+        ),
+    ] = False,
+    mirror: Annotated[
+        Optional[str],
+        typer.Option(help="With --download: fetch URL/<file> from a copy of the folder instead of GitHub."),
+    ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Print every row, also those that repeat another (e.g. AUROC of 0/1 values).")
+    ] = False,
     verbose: opt.Verbose = False,
     quiet: opt.Quiet = False,
     settings: dict[str, Any] | None = None,
@@ -42,17 +57,29 @@ def metaeval(
     values = {path: split_option(v) if isinstance(v, list) else v for path, v in (settings or {}).items()}
     chosen = _settings(config, judge, values)
     if show is not None:
-        print_metaeval(chosen.lake, "" if show == "latest" else show)
+        print_metaeval(chosen.lake, "" if show == "latest" else show, every)
+        return
+    if mirror is not None and not download:
+        raise ConfigError("--mirror goes with --download (where to fetch the public sets from)")
+    if download:
+        folder = fetch_sets(chosen.source, mirror, chosen.datasets, _say)
+        hint = "raglake metaeval" + ("" if chosen.source is None else f" --source {folder}")
+        render.console.print(f"the public sets are in {folder}; measure with: {hint}", highlight=False, markup=False)
         return
     if export is not None:
         for name, n in save_items(export, chosen).items():
             render.console.print(f"{export / (name + '.jsonl')}: {n} items", highlight=False)
         return
+    check_data(chosen)  # one line saying what to pass, before Prefect starts
     prefect_settings.apply(verbose=verbose)
     from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
 
     the_id = flowrun.run_metaeval(chosen, quiet=quiet)
-    print_metaeval(chosen.lake, the_id)
+    print_metaeval(chosen.lake, the_id, every)
+
+
+def _say(line: str) -> None:
+    render.console.print(line, highlight=False, markup=False)
 
 
 def _settings(config: Path | None, judge: str | None, values: dict[str, Any]) -> MetaevalSettings:
@@ -66,7 +93,9 @@ def _settings(config: Path | None, judge: str | None, values: dict[str, Any]) ->
 SHARED = ("lake", "results", "embedder", "device", "judge")  # what a meta-evaluation takes from an eval file
 
 
-def print_metaeval(lake: str | None, metaeval_id: str) -> None:
+def print_metaeval(lake: str | None, metaeval_id: str, every: bool = False) -> None:
+    """A landed meta-evaluation, as raglake.cli.metaeval_table lays it out; `every`: the rows that repeat
+    another too (sql/metaeval.sql's `repeats`)."""
     q = open_lake(lake)
     try:
         rows = run_query(q.con, "metaeval", metaeval_id=metaeval_id).to_pylist()
@@ -74,53 +103,19 @@ def print_metaeval(lake: str | None, metaeval_id: str) -> None:
         q.con.close()
     if not rows:
         raise ConfigError(f"no meta-evaluation {metaeval_id or '(none yet)'} in the lake {q.lake.url}")
-    shown = [r for r in rows if r["status"] != "skipped"]  # the skipped ones are one line below
+    measured = [r for r in rows if r["status"] != "skipped"]  # the skipped ones are one line below
+    shown = [r for r in measured if every or not r["repeats"]]
     if shown:
-        render.console.print(metaeval_table(shown, rows[0]["metaeval_id"]))
-    sampled = sorted({r["dataset"] for r in rows if r["n_total"] and r["split"] == "all" and _sampled(r)})
-    if sampled:
-        render.console.print(
-            f"sampled (whole groups, seed {rows[0]['sample_seed']}; n shows used/total): {', '.join(sampled)}",
-            highlight=False,
-        )
+        for line in metaeval_lines(shown, rows[0]["metaeval_id"], render.console.width):
+            render.console.print(line, highlight=False)  # wrapped at spaces only: a name is never broken
+    left_out = None if every else repeated_line(measured)
+    if left_out:
+        render.console.print(left_out, highlight=False, markup=False, style="dim")
     skipped = sorted({r["metric"] for r in rows if r["status"] == "skipped"})
     if skipped:
         render.console.print(
             f"skipped (no judge configured): {', '.join(skipped)}; give --judge-base-url and --judge-model, "
             "or --judge local",
             highlight=False,
+            markup=False,
         )
-
-
-def _sampled(row: dict[str, Any]) -> bool:
-    return row["n"] + row["n_failed"] < row["n_total"]
-
-
-def metaeval_table(rows: list[dict[str, Any]], metaeval_id: str) -> Table:
-    table = Table(title=f"meta-evaluation {metaeval_id}: agreement with people (95% bootstrap CI)")
-    cells = [_cells(r) for r in rows]
-    names = ("dataset", "split", "n", "metric", "statistic", "figure", "95% CI", "note")
-    for i, name in enumerate(names):  # numbers and metric names stay whole; the rest folds when the width is short
-        number = name in ("n", "metric", "figure", "95% CI")
-        table.add_column(
-            name,
-            justify="right" if name in ("n", "figure") else "left",
-            no_wrap=number,
-            overflow="fold",
-            min_width=max((len(c[i]) for c in cells), default=0) if number else None,
-        )
-    for c in cells:
-        table.add_row(*c)
-    return table
-
-
-def _cells(r: dict[str, Any]) -> tuple[str, ...]:
-    ci = f"[{render.fmt(r['ci_low'])}, {render.fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
-    figure = render.fmt(r["value"])  # the one rounding: never -0.000
-    note = r["status"] if r["status"] != "ok" else ""
-    if r["reason"]:  # a judge's or a server's words: escaped, or rich would read `[/]` in them as markup
-        note += f" ({escape(r['reason'])})"
-    if r["n_failed"]:
-        note += f" {r['n_failed']} without a value"
-    n = f"{r['n']}" + (f"/{r['n_total']}" if r["split"] == "all" and _sampled(r) else "")
-    return r["dataset"], r["split"], n, r["metric"], r["statistic"], figure, ci, note.strip()

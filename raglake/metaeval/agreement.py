@@ -6,11 +6,13 @@ label kind:
 - support: AUROC of the value for not_supported (a lower-is-better value as it is, a higher-is-better one
   negated), and the balanced accuracy of the metric's own decision where it makes one (≥ 95% of its values
   0 or 1: flagged = any unit flagged);
-- correctness: AUROC for correct, and accuracy and Cohen's κ of a decision (a CORRECT/WRONG/DON'T KNOW
-  class counts as a decision for CORRECT, the other two as not correct);
+- correctness: AUROC for correct, and the balanced accuracy, accuracy and Cohen's κ of a decision (a
+  CORRECT/WRONG/DON'T KNOW class counts as a decision for CORRECT, the other two as not correct);
 - preference: Pearson of value(answer_b) − value(answer) against the label.
 Items whose score is not `ok` are left out and counted (`n_failed`); a metric with no ok value keeps
-its reason (e.g. `skipped`: no_judge), never a 0."""
+its reason (e.g. `skipped`: no_judge), never a 0. Every row is landed: where a metric's values are all 0 or 1,
+its AUROC is its balanced accuracy (TPR·(1 − FPR) + ½(TPR·FPR + (1 − TPR)(1 − FPR)) = ½(TPR + TNR)), and
+sql/metaeval.sql marks that row as repeating it (`repeats`), so the CLI and the report show it once."""
 
 from __future__ import annotations
 
@@ -47,13 +49,20 @@ class Settings:
     common: dict[str, Any]  # columns every row shares (created_at, config_json, sample_seed, …)
 
 
-def _decision(metric: Metric, values: np.ndarray) -> np.ndarray | None:
-    """The metric's own yes/no per item (flagged / correct), when its values are 0 or 1 (≥ 95% of them)."""
+def _decision(metric: Metric, values: np.ndarray, kind: str) -> np.ndarray | None:
+    """The metric's own yes/no per item for the positive label (not supported; correct), when its values are
+    0 or 1 (≥ 95% of them): a value at the metric's good end (1, or 0 when lower is better) says supported or
+    correct, any other value flags it."""
     if values.size == 0:  # nothing to look at (e.g. a judge metric without a judge): a binary metric decides
-        return values > 0 if metric.scale == "binary" else None
+        return _positive(metric, values, kind) if metric.scale == "binary" else None
     if metric.scale not in ("binary", "0-1") or np.isin(values, (0.0, 1.0)).mean() < 0.95:
         return None
-    return values > 0 if metric.higher_is_better is False else values >= 1
+    return _positive(metric, values, kind)
+
+
+def _positive(metric: Metric, values: np.ndarray, kind: str) -> np.ndarray:
+    good = values <= 0 if metric.higher_is_better is False else values >= 1
+    return ~good if kind == "support" else good
 
 
 def _oriented(metric: Metric, values: np.ndarray, kind: str) -> np.ndarray:
@@ -70,15 +79,13 @@ def _statistics(kind: str, metric: Metric, values: np.ndarray) -> dict[str, Call
     if kind == "preference":
         return {"pearson": lambda y, s: stats.pearson(y, _oriented(metric, s, kind))}
     out: dict[str, Callable | None] = {"auroc": lambda y, s: stats.auroc(y, _oriented(metric, s, kind))}
-    if _decision(metric, values) is not None:
+    if _decision(metric, values, kind) is not None:
 
         def decided(y: np.ndarray, s: np.ndarray) -> np.ndarray:
-            flag = _decision(metric, s)
-            return flag if flag is not None else s > 0.5  # a resample of a decision is still one
+            return _positive(metric, s, kind)  # a resample of a decision is still one
 
-        if kind == "support":
-            out["balanced_accuracy"] = lambda y, s: stats.balanced_accuracy(y, decided(y, s))
-        else:
+        out["balanced_accuracy"] = lambda y, s: stats.balanced_accuracy(y, decided(y, s))
+        if kind == "correctness":
             out["accuracy"] = lambda y, s: stats.accuracy(y, decided(y, s))
             out["kappa"] = lambda y, s: stats.cohen_kappa(y.astype(int), decided(y, s).astype(int))
     return out

@@ -1,5 +1,6 @@
 """Converters from the public labelled sets in `../shared/metaeval` (their README names each source and
-commit) to the labelled-item format (raglake.metaeval.items). Each reads the files as published and
+commit; `raglake metaeval --download` fetches the same files, raglake.metaeval.download pins them) to the
+labelled-item format (raglake.metaeval.items). Each reads the files as published and
 keeps only what people labelled; what is dropped, and why, is said beside each converter and in
 docs/metaeval.md. `python data/tools/metaeval_sets.py` writes them as JSONL."""
 
@@ -158,8 +159,9 @@ def convert(root: str | Path, names: list[str] | None = None) -> dict[str, list[
     root = Path(root)
     if not root.is_dir():
         raise ConfigError(
-            f"no labelled data at {root}: give --source (the shared metaeval folder of a checkout, "
-            "`../shared/metaeval`) or --data FILE.jsonl (labelled items, docs/metaeval.md)"
+            f"no labelled data at {root}: `raglake metaeval --download` fetches the public sets, or give --source "
+            "DIR (a folder laid out as the download, e.g. a checkout's ../shared/metaeval) or --data FILE.jsonl "
+            "(labelled items, docs/metaeval.md)"
         )
     out = {}
     for name in names or list(SOURCES):

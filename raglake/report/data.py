@@ -218,7 +218,8 @@ def gather(
     baseline = against or q.previous_run(run_id)
     drift = judge_drift(q.con, [baseline, run_id] if baseline else [run_id])
     data.notes += [drift_note(r) for r in drift if r["run_after"] == run_id]
-    data.metaeval = [r for r in run_query(q.con, "metaeval", metaeval_id="").to_pylist() if r["split"] != "dev"]
+    rows = run_query(q.con, "metaeval", metaeval_id="").to_pylist()
+    data.metaeval = [r for r in rows if r["split"] != "dev" and not r["repeats"]]  # a repeat: sql/metaeval.sql
     return data
 
 
