@@ -34,7 +34,7 @@ def runs(lake: LakeOpt = None, limit: Annotated[int, typer.Option(help="How many
     rows = q.runs(limit)
     if not rows and (missing := missing_lake(q.lake)):
         raise missing
-    render.console.print(render.rows_table(rows, "runs"))
+    render.console.print(render.runs_table(rows, render.console.width))
 
 
 @app.command()

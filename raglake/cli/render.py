@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,76 @@ def arrow_table(table: pa.Table, title: str | None = None, max_rows: int = 200) 
         out.add_row(*(fmt(v) for v in row.values()))
     if table.num_rows > max_rows:
         out.caption = f"{table.num_rows - max_rows} more rows not shown"
+    return out
+
+
+# `raglake runs`: the runs file's columns, ids and timestamps never wrapped. Kept while the console is wide
+# enough, in this order (the rest are left out, least important first); shown in the file's order.
+RUN_PRIORITY = (
+    "run_id",
+    "started_at",
+    "status",
+    "target_name",
+    "n_cases",
+    "dataset_name",
+    "finished_at",
+    "k",
+    "dataset_hash",
+    "target_spec",
+)
+RUN_FOLDED = {"target_name": 16, "dataset_name": 16, "target_spec": 24}  # may fold, at about this width
+RUN_NUMBERS = ("n_cases", "k")
+
+
+def _utc(value: Any) -> str:
+    """A timestamp as `2026-01-01 00:03:05` in UTC (19 characters, never split)."""
+    if value is None:
+        return "–"
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc)
+    return f"{value:%Y-%m-%d %H:%M:%S}"
+
+
+def runs_table(rows: Sequence[dict[str, Any]], width: int) -> Table:
+    """The runs, newest first, at a console `width`: run ids, timestamps, counts and statuses on one line
+    each; names fold; the least important columns (target_spec, dataset_hash, k, finished_at, …) are left
+    out, in that order, when they would not fit (the caption names them)."""
+    cells = [{c: _utc(r[c]) if c.endswith("_at") else fmt(r[c]) for c in RUN_PRIORITY} for r in rows]
+    need = {c: max([len(c), *(len(x[c]) for x in cells)]) for c in RUN_PRIORITY}
+    if 1 + need["run_id"] + 3 + need["started_at"] + 3 > width:  # not even both side by side: one under the other
+        return _narrow_runs(cells)
+    shown: list[str] = []
+    used = 1  # the left border; each column adds its padding and a border: 3
+    for c in RUN_PRIORITY:
+        wanted = min(need[c], max(RUN_FOLDED[c], len(c))) if c in RUN_FOLDED else need[c]
+        if shown[:2] == ["run_id", "started_at"] and used + wanted + 3 > width:
+            continue
+        shown.append(c)
+        used += wanted + 3
+    order = [c for c in rows[0] if c in shown] if rows else list(RUN_PRIORITY)
+    out = Table(title="runs (times in UTC)")
+    for c in order:
+        folds = c in RUN_FOLDED
+        out.add_column(
+            c,
+            justify="right" if c in RUN_NUMBERS else "left",
+            no_wrap=not folds,
+            overflow="fold" if folds else "ellipsis",
+            min_width=None if folds else need[c],
+        )
+    for x in cells:
+        out.add_row(*(x[c] for c in order))
+    left_out = [c for c in RUN_PRIORITY if c not in shown]
+    if left_out and rows:
+        out.caption = f'not shown at this width: {", ".join(left_out)} (raglake sql "SELECT * FROM runs")'
+    return out
+
+
+def _narrow_runs(cells: list[dict[str, str]]) -> Table:
+    out = Table(title="runs (times in UTC)")
+    out.add_column("run_id\nstarted_at · status", no_wrap=True)
+    for x in cells:
+        out.add_row(f"{x['run_id']}\n{x['started_at']} · {x['status']}")
     return out
 
 
