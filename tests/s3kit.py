@@ -29,6 +29,7 @@ from typing import Any
 KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 _SLOWDOWN = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
 _INTERNAL = b"<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>"
+_NOT_IMPLEMENTED = b"<Error><Code>NotImplemented</Code><Message>If-None-Match is not implemented</Message></Error>"
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "server", "date"}
 
 
@@ -185,7 +186,10 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.sent_bytes = 0
         self.statuses: Counter[int] = Counter()
+        self.by_folder: Counter[str] = Counter()  # requests by the bucket's top folder
+        self.sent_by_folder: Counter[str] = Counter()  # bytes sent by the bucket's top folder
         self.lose_answer: Callable[[str, str, str], bool] | None = None
+        self.no_conditional = False  # answer a request with If-None-Match 501 NotImplemented (an older store)
         self._runs: Counter[str] = Counter()
 
     def __enter__(self) -> FaultProxy:
@@ -205,6 +209,8 @@ class FaultProxy:
             self.requests.clear()
             self.injected.clear()
             self.statuses.clear()
+            self.by_folder.clear()
+            self.sent_by_folder.clear()
             self.sent_bytes = 0
 
     def fault(self, method: str, path: str, query: str) -> bytes | None:
@@ -222,9 +228,12 @@ class FaultProxy:
             return body
 
     def count(self, method: str, path: str, query: str, size: int, copy: bool) -> None:
+        top = (path.split("/") + ["", ""])[2]  # /bucket/TOP/…: the lake's or the results location's folder
         with self.lock:
             self.requests["CopyObject" if copy else operation(method, path, query)] += 1
+            self.by_folder[top] += 1
             self.sent_bytes += size
+            self.sent_by_folder[top] += size
 
     def answered(self, status: int) -> None:
         with self.lock:
@@ -263,6 +272,9 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             method, body, path = self.command, self._body(), urllib.parse.unquote(url.path)  # `=` comes as %3D
             if proxy.hook is not None and proxy.hook(method, path, url.query):
                 self.close_connection = True  # dropped: never forwarded, never answered
+                return
+            if proxy.no_conditional and "If-None-Match" in self.headers:
+                self._answer(501, [("Content-Type", "application/xml")], _NOT_IMPLEMENTED, method == "HEAD")
                 return
             error = proxy.fault(method, path, url.query)
             if error is not None:

@@ -58,6 +58,7 @@ def s3(servers, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[S3]
     monkeypatch.setattr("tempfile.tempdir", None)
     proxy.reset()
     proxy.faults, proxy.max_run, proxy.only, proxy.hook, proxy.lose_answer = 0.0, 3, None, None, None
+    proxy.no_conditional = False
     yield S3(moto, proxy, bucket)
     proxy.faults, proxy.hook, proxy.lose_answer = 0.0, None, None
     from s3fs import S3FileSystem
@@ -94,6 +95,17 @@ def test_a_file_is_created_only_if_absent_and_the_server_refuses_the_second(s3: 
         objects.put_bytes(lake.fs, f"{s3.bucket}/raglake/a.bin", b"two", create=True)
     assert s3.proxy.statuses[412] == 1 and s3.proxy.requests["HeadObject"] == 0  # refused by the server itself
     assert lake.fs.cat(f"{s3.bucket}/raglake/a.bin") == b"one"
+
+
+def test_a_store_without_conditional_writes_is_guarded_by_an_existence_check(s3: S3) -> None:
+    """An S3-compatible store that answers If-None-Match 501 NotImplemented: the write checks, then PUTs."""
+    lake, key = Lake(f"s3://{s3.bucket}/raglake"), f"{s3.bucket}/raglake/old.bin"
+    s3.proxy.no_conditional = True
+    objects.put_bytes(lake.fs, key, b"one", create=True)
+    assert lake.fs.cat(key) == b"one" and s3.proxy.requests["PutObject"] == 1
+    with pytest.raises(LakeError, match="already exists"):
+        objects.put_bytes(lake.fs, key, b"two", create=True)
+    assert lake.fs.cat(key) == b"one"
 
 
 def test_two_writers_of_one_lake_file_exactly_one_wins(s3: S3) -> None:

@@ -10,8 +10,10 @@ temporary file for a streamed lake file), then sent in one request, or one multi
 Create-only: on S3 (`s3://`, `s3a://`) the request carries `If-None-Match: *`, which the store refuses
 (412) when the key exists: of two writers of one key exactly one wins, with nothing overwritten. Elsewhere
 an existence check comes first, and two writers that both pass it before either writes race: the later
-PUT replaces the earlier (each object is still whole). raglake never has two writers of one key but two
-processes landing one run id, which raglake.lake.landing detects after the fact.
+PUT replaces the earlier (each object is still whole). So too on an S3-compatible store that answers the
+header 501 Not Implemented (then the check is made, and the PUT sent without it), or that ignores it.
+raglake never has two writers of one key but two processes landing one run id, which
+raglake.lake.landing detects after the fact.
 
 Throttling (503 SlowDown), 500s and dropped connections are retried here, at this edge, with the
 project's backoff (raglake.retrying.Backoff), on top of the S3 client's own few retries: each attempt
@@ -116,6 +118,11 @@ def _send(
                 return  # an earlier attempt (ours, or the S3 client's own retry) landed it; its answer was lost
             raise LakeError(f"{fs.unstrip_protocol(final)} already exists; the lake is append-only") from None
         except (OSError, TimeoutError) as e:
+            if mode == "create" and getattr(e, "errno", None) == errno.ENOSYS:  # 501: no If-None-Match here
+                if fs.exists(final):
+                    raise LakeError(f"{fs.unstrip_protocol(final)} already exists; the lake is append-only") from None
+                mode = "overwrite"  # guarded by the existence check, as on other stores
+                continue
             if not transient(e) or retry == backoff.retries:
                 tries = f" after {retry + 1} attempts" if retry else ""
                 raise LakeWriteError(f"cannot write {fs.unstrip_protocol(final)}{tries}: {e}") from None
