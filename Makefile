@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test bench clean-lake
+.PHONY: run test test-cluster bench clean-lake
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,12 @@ PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-judge
 	$(BIN)/ruff check .
 	$(BIN)/python tools/lint_imports.py
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not cluster"
+
+## The tests marked `cluster` (servers and processes: an S3 API server, a Dask scheduler and workers,
+## a Prefect server with a worker), one at a time: they start processes of their own on the two cores.
+test-cluster: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -p no:xdist -m cluster
 
 ## Benchmarks: speed and memory, printed as ratios against a baseline measured in the same run.
 bench: $(VENV)/.installed-dev
