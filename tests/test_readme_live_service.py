@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from raglake.demo.app import Faults
+from raglake.demo.app import Faults, questions_of, share
 from raglake.golden import load_golden
 from raglake.pipeline.lakes import open_lake
 from tests.conftest import ROOT
@@ -32,12 +32,16 @@ def walkthrough() -> str:
 
 
 def demo_faults(script: str) -> Faults:
-    """The Faults the block's `raglake serve-demo` line asks for (its --x-rate, --hang-s and --seed)."""
+    """The Faults the block's `raglake serve-demo` line asks for (its --x-rate, --hang-s and --seed), over the
+    questions it expects (--questions, default the sample golden set)."""
     line = re.search(r"raglake serve-demo (.*?)&\n", script.replace("\\\n", " "), flags=re.S).group(1)
     args = shlex.split(line)
     options = {args[i].lstrip("-").replace("-", "_"): args[i + 1] for i in range(0, len(args), 2)}
     fields = ("error_rate", "timeout_rate", "empty_rate", "malformed_rate", "flaky_rate", "hang_s", "seed")
-    return Faults(**{k: float(v) if k != "seed" else int(v) for k, v in options.items() if k in fields})
+    questions = questions_of(str(ROOT / options.get("questions", "data/golden/sample.jsonl")))
+    return Faults(
+        **{k: float(v) if k != "seed" else int(v) for k, v in options.items() if k in fields}, questions=questions
+    )
 
 
 @pytest.mark.e2e
@@ -67,6 +71,7 @@ def test_the_live_service_walkthrough_runs_in_order(tmp_path: Path) -> None:
     golden = load_golden(SAMPLE_GOLDEN)
     kinds = Counter(faults.fault_for(c.question) for c in golden.cases)
     assert all(kinds[k] for k in ("error", "timeout", "empty", "malformed")), kinds  # every fault happens
+    assert kinds["error"] == share(faults.error_rate, len(golden.cases))  # the README's "7 of the 66"
 
     q = open_lake(str(lake))
     (run_id,) = q.run_ids(["latest"])

@@ -62,29 +62,43 @@ def import_cmd(
     )
 
 
+QUESTIONS = "data/golden/sample.jsonl"  # serve-demo's --questions (without it there, the rates are probabilities)
+SHARE = (
+    "The golden set whose questions the demo expects: each rate is an exact share of them, round(rate × N) of the "
+    "N questions (halves up), which ones chosen by --seed. Any other question gets each fault with its rate as a "
+    "probability."
+)
+
+
 @app.command("serve-demo")
 def serve_demo(
     port: Annotated[int, typer.Option(help="Port on the loopback interface.")] = 8765,
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
     corpus: Annotated[str, typer.Option(help="Notes folder the demo RAG indexes.")] = "data/corpus",
     embedder: Annotated[Optional[str], typer.Option(help="Embedder for the demo's index.")] = None,
-    error_rate: Annotated[float, typer.Option(help="Share of questions answered with HTTP 500.")] = 0.0,
-    timeout_rate: Annotated[float, typer.Option(help="Share of questions that hang for --hang-s.")] = 0.0,
-    empty_rate: Annotated[float, typer.Option(help="Share of questions answered with an empty answer.")] = 0.0,
-    malformed_rate: Annotated[float, typer.Option(help="Share of questions answered with broken JSON.")] = 0.0,
-    flaky_rate: Annotated[float, typer.Option(help="Share of questions whose first attempt gets HTTP 503.")] = 0.0,
+    error_rate: Annotated[float, typer.Option(help="Share of the questions answered HTTP 500, every attempt.")] = 0.0,
+    timeout_rate: Annotated[
+        float, typer.Option(help="Share of the questions that hang --hang-s, every attempt.")
+    ] = 0.0,
+    empty_rate: Annotated[float, typer.Option(help="Share of the questions answered empty, every attempt.")] = 0.0,
+    malformed_rate: Annotated[float, typer.Option(help="Share of the questions answered with broken JSON.")] = 0.0,
+    flaky_rate: Annotated[float, typer.Option(help="Share of the questions whose first attempt only gets 503.")] = 0.0,
     latency_ms: Annotated[float, typer.Option(help="Latency added to every response.")] = 0.0,
     hang_s: Annotated[float, typer.Option(help="How long a 'timeout' question hangs.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Which questions get which fault.")] = 0,
+    questions: Annotated[str, typer.Option(help=SHARE)] = QUESTIONS,
     lake: LakeOpt = None,
 ) -> None:
-    """Serve the builtin reference RAG over HTTP (POST /debug/query, GET /debug/index), with optional faults."""
+    """Serve the builtin reference RAG over HTTP (POST /debug/query, GET /debug/index), with optional faults: a
+    rate is an exact share of the questions of --questions."""
     import uvicorn  # the web server and the demo app (FastAPI): only for this command
 
-    from raglake.demo.app import Faults, create_app
+    from raglake.demo.app import Faults, create_app, questions_of
 
+    expected = questions_of(questions) if Path(questions).is_file() or questions != QUESTIONS else ()
+    rates = (error_rate, timeout_rate, empty_rate, malformed_rate, flaky_rate)
     try:
-        faults = Faults(error_rate, timeout_rate, empty_rate, malformed_rate, flaky_rate, latency_ms, hang_s, seed)
+        faults = Faults(*rates, latency_ms, hang_s, seed, questions=expected)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     target = BuiltinTarget(corpus, Lake(lake).url, embedder)
@@ -94,6 +108,9 @@ def serve_demo(
         f"on http://{host}:{port}/debug/query — evaluate it with: "
         f"raglake run --target http:data/targets/demo.yaml"
     )
+    said = faults.summary(questions)
+    if said:
+        render.console.print(said, highlight=False, markup=False)
     uvicorn.run(create_app(target, faults), host=host, port=port, log_level="warning")
 
 
