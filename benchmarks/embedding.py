@@ -25,7 +25,7 @@ auto is cuda, else mps, when torch sees one, else the cpu; on a GPU the goal is 
       raglake.embed.texts.collect_texts lists them for the six metrics;
   (2) raglake's embedding-scoring stage for the six sentence-embedding metrics, as the evaluate flow
       runs it: collect_texts -> one TextEncoder.encode of every distinct text through an EMPTY cache
-      -> score_batch over the cases in batches of 100; once with an in-memory cache and once with an
+      -> score_columnar over the cases in batches of 100; once with an in-memory cache and once with an
       on-disk cache in a fresh temporary folder; each starts without memoised sentence splits, content
       words or text keys, as a fresh process does. (2e) is its collect + encode: what the flow's
       embed-texts task does, the CLI's "embedding" stage (scoring is the "scoring" stage, CPU work
@@ -36,7 +36,7 @@ auto is cuda, else mps, when torch sees one, else the cpu; on a GPU the goal is 
       on the first --baseline-cases cases and extrapolated linearly to all (the output says so);
   (4) a warm re-score: a new TextEncoder over the same on-disk cache; it must encode 0 texts.
   Ratios (2)/(1) (goal <= 1.15) and (3)/(2) (goal >= 3). BERTScore (its own token pass through the
-  same transformer) is timed separately: score_batch with bert_score_f1 over all cases.
+  same transformer) is timed separately: score_columnar with bert_score_f1 over all cases.
   With --repeat R, (1) and (2, in-memory) are run R times interleaved (order alternating) and the
   ratio uses the fastest of each. On a shared machine minutes apart the load differs, so (2)/(1) is
   also given on process CPU time and "same-load": (2) over the model call inside (2), which is call
@@ -44,7 +44,7 @@ auto is cuda, else mps, when torch sees one, else the cpu; on a GPU the goal is 
   stage (2) with function-level shares.
 
 Side-by-sides (benchmarks/embedding_compare.py): --ragas-cases N (default 100; 0: off): raglake's
-  semantic_similarity alone (collect -> encode -> score_batch, empty cache) against ragas' evaluate()
+  semantic_similarity alone (collect -> encode -> score_columnar, empty cache) against ragas' evaluate()
   with SemanticSimilarity on the same cases, model and device, run in ragas' own venv
   (benchmarks/embedding_ragas.py; "ragas not installed: skipped" without it); goal <= 1.0x ragas.
   --cli-cases N (default 300; 0: off): `raglake run` (Prefect included) on N of these cases with the
@@ -53,7 +53,7 @@ Side-by-sides (benchmarks/embedding_compare.py): --ragas-cases N (default 100; 0
   the slicing before, on N of the distinct texts (time, and values against one encode).
 
 --stsb: Spearman correlation of raglake's semantic_similarity (reference_answer = sentence1,
-  answer = sentence2, via score_batch) with the human scores of ../shared/metaeval/stsb/stsb-en-dev.csv
+  answer = sentence2, via score_columnar) with the human scores of ../shared/metaeval/stsb/stsb-en-dev.csv
   (no header: sentence1, sentence2, score 0-5), beside the published ~0.82 of all-MiniLM-L6-v2 on
   STS-B, and the Spearman of the raw cosine (answer_correctness_emb, no max(0, .)).
 
@@ -99,6 +99,7 @@ from embedding_scoring import (  # noqa: E402
     profile_stage,
     raglake_stage,
     raw_encode,
+    score_pairs,
     seed_scores,
     seed_texts,
     split_line,
@@ -111,7 +112,6 @@ from raglake.embed.texts import collect_texts  # noqa: E402
 from raglake.errors import ConfigError  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
-from raglake.pipeline.scoring import ScoredBatch, score_batch  # noqa: E402
 
 GOAL_RAW = 1.15
 GOAL_SEED = 3.0
@@ -135,7 +135,7 @@ def run_timing(args, embedder, out: list[str]) -> None:
     embedder.model.encode([c.text for c in chunks[:64]], batch_size=64, normalize_embeddings=True)
     embedder.sentence_transformer.encode([c.text for c in chunks[:64]], batch_size=64, normalize_embeddings=True)
     raglake_stage(pairs[:20], embedder, metrics, config, None)
-    score_batch(
+    score_pairs(
         pairs[:8],
         [get_metric("bert_score_f1")],
         config,
@@ -181,21 +181,19 @@ def run_timing(args, embedder, out: list[str]) -> None:
     # BERTScore, its own token pass
     gc.collect()
     bert_encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key, embedder.device))
-    bert_texts = 0
     t0 = time.perf_counter()
-    bert_scored = ScoredBatch()
+    bert_scored = score_pairs(pairs, [get_metric("bert_score_f1")], config, encoder=bert_encoder)
+    bert_s = time.perf_counter() - t0
+    bert_texts = 0  # each batch embeds its distinct answers and references
     for start in range(0, n, BATCH):
-        part = pairs[start : start + BATCH]
         bert_texts += len(
             {
                 t
-                for c, x in part
+                for c, x in pairs[start : start + BATCH]
                 if x.answer.strip() and (c.reference_answer or "").strip() and not x.failed
                 for t in (x.answer, c.reference_answer)
             }
         )
-        bert_scored.extend(score_batch(part, [get_metric("bert_score_f1")], config, encoder=bert_encoder))
-    bert_s = time.perf_counter() - t0
     bert_ok = [v for v, s in zip(bert_scored.scores["value"], bert_scored.scores["status"]) if s == "ok"]
 
     # the seed's way, on a prefix of the cases

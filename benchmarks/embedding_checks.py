@@ -16,14 +16,13 @@ from pathlib import Path
 
 from _common import ROOT, max_rss_mib
 from embedding_inputs import build_pairs, generate, load_chunks, read_golden
-from embedding_scoring import BATCH, BERT_METRICS, SENTENCE_METRICS, per_case
+from embedding_scoring import BATCH, BERT_METRICS, SENTENCE_METRICS, per_case, score_pairs
 
 from raglake.embed.cache import EmbeddingCache, TextEncoder
 from raglake.embed.encoders import get_embedder
 from raglake.embed.texts import collect_texts
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import ScoredBatch, score_batch
 from raglake.schemas import Capture, GoldenCase
 
 GOAL_MEMORY_GIB = 3.0
@@ -65,9 +64,7 @@ def run_stsb(embedder) -> list[str]:
     metrics = [get_metric("semantic_similarity"), get_metric("answer_correctness_emb")]
     t0 = time.perf_counter()
     encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key, embedder.device))
-    scored = ScoredBatch()
-    for start in range(0, len(pairs), BATCH):
-        scored.extend(score_batch(pairs[start : start + BATCH], metrics, ScoringConfig(), encoder=encoder))
+    scored = score_pairs(pairs, metrics, ScoringConfig(), encoder=encoder)
     seconds = time.perf_counter() - t0
     values = per_case(scored.scores)
     sim, raw = values.get("semantic_similarity", {}), values.get("answer_correctness_emb", {})
@@ -154,23 +151,21 @@ def memory_child(args) -> int:
         encoder.encode(texts, caller="metrics")
         t2 = time.perf_counter()
         rss_encoded = rss_now_mib()
-        scored = ScoredBatch()
-        for start in range(0, len(pairs), BATCH):
-            scored.extend(score_batch(pairs[start : start + BATCH], metrics, config, encoder=encoder))
+        scored = score_pairs(pairs, metrics, config, encoder=encoder).tables()  # kept as Arrow tables
         t3 = time.perf_counter()
         rss_scored = rss_now_mib()
     peak = tracemalloc.get_traced_memory()[1] / 2**20 if traced else float("nan")
     if traced:
         tracemalloc.stop()
-    ok = sum(s == "ok" for s in scored.scores["status"])
+    ok = scored["scores"].column("status").to_pylist().count("ok")
     print(f"mode={args.memory_child}")
     print(f"cases={len(pairs)}")
     print(f"distinct_texts={len(texts)}")
     print(f"distinct_answer_ref={len({t for c, x in pairs for t in (c.reference_answer, x.answer) if t})}")
     print(f"encoded={encoder.stats.encoded}")
-    print(f"score_rows={len(scored.scores['case_id'])}")
+    print(f"score_rows={scored['scores'].num_rows}")
     print(f"ok_rows={ok}")
-    print(f"chunk_rows={len(scored.chunks['case_id'])}")
+    print(f"chunk_rows={scored['chunks'].num_rows}")
     print(f"build_s={build_s:.2f}")
     print(f"encode_s={t2 - t1:.2f}")
     print(f"score_s={t3 - t2:.2f}")

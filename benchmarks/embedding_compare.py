@@ -19,7 +19,7 @@ import numpy as np
 from _common import ROOT
 from embedding_inputs import build_pairs, load_inputs
 from embedding_ragas import run_ragas
-from embedding_scoring import BATCH, raw_encode
+from embedding_scoring import raw_encode, score_pairs
 
 from raglake import progress
 from raglake.embed.cache import EmbeddingCache, TextEncoder
@@ -29,7 +29,6 @@ from raglake.lake.query import fetch
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import all_metrics, get_metric
 from raglake.pipeline.lakes import open_lake
-from raglake.pipeline.scoring import ScoredBatch, score_batch
 
 GOAL_RAGAS = 1.0  # raglake (--metrics semantic_similarity) / ragas evaluate(), at most
 GOAL_CLI_RAW = 1.15  # the CLI's embedding stage / raw encode of its texts, at most
@@ -43,14 +42,11 @@ def _comparable(pairs: list, n: int) -> list:
 
 
 def _raglake_semantic(cases: list, embedder, k: int) -> tuple[float, float, dict[str, float], int]:
-    """(wall s, process CPU s, values by case, texts encoded): collect -> encode -> score_batch, empty cache."""
+    """(wall s, process CPU s, values by case, texts encoded): encode -> score_columnar in batches, empty cache."""
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
     encoder = TextEncoder(embedder, EmbeddingCache(None, embedder.key, embedder.device))
-    scored = ScoredBatch()
-    for start in range(0, len(cases), BATCH):
-        part = cases[start : start + BATCH]
-        scored.extend(score_batch(part, [get_metric("semantic_similarity")], ScoringConfig(k=k), encoder=encoder))
+    scored = score_pairs(cases, [get_metric("semantic_similarity")], ScoringConfig(k=k), encoder=encoder)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return wall, cpu, dict(zip(scored.scores["case_id"], scored.scores["value"])), encoder.stats.encoded
 
@@ -71,7 +67,7 @@ def ragas_side_by_side(pairs: list, embedder, n: int, k: int, repeat: int = 1) -
     lines = [
         f"semantic_similarity side by side: {len(cases):,} cases (answer and reference present), "
         f"device {embedder.device}, fastest of {len(ours)} alternating",
-        f"  raglake score_batch, semantic_similarity only{wall:>14.2f} s  cpu {cpu:.2f} s; {encoded:,} texts "
+        f"  raglake score_columnar, semantic_similarity only{wall:>11.2f} s  cpu {cpu:.2f} s; {encoded:,} texts "
         f"encoded (all six vector metrics would read {all_texts:,})",
     ]
     if theirs[-1] is None:

@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
+from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.cache import EmbeddingCache, TextEncoder, text_key
 from raglake.embed.texts import collect_texts
 from raglake.metrics.context import ScoringConfig
-from raglake.pipeline.scoring import ScoredBatch, score_batch
+from raglake.pipeline.scoring import ScoredBatch, score_columnar
 from raglake.schemas import Capture, GoldenCase
 from raglake.text import sentences, words
 from raglake.text.sentences import split_sentences
@@ -37,6 +39,19 @@ BATCH = 100  # the flow's default batch_size
 
 
 # ---- the three ways ----------------------------------------------------------------------------
+
+
+def score_pairs(pairs: Sequence, metrics, config: ScoringConfig, *, size: int = BATCH, **kw) -> ScoredBatch:
+    """raglake's scoring of the pairs as the score task runs it: score_columnar over each batch of `size`
+    cases (keyword arguments passed on), its columns made here from the models (the task reads them from
+    its staged files); the batches' tables concatenated."""
+    parts = [
+        score_columnar(ColumnarBatch.from_models(pairs[start : start + size]), metrics, config, **kw).tables()
+        for start in range(0, len(pairs), size)
+    ]
+    if not parts:
+        return ScoredBatch()
+    return ScoredBatch(tables={name: pa.concat_tables([p[name] for p in parts]) for name in parts[0]})
 
 
 def raw_encode(embedder, texts: Sequence[str], parallel: bool | None = None) -> tuple[float, float]:
@@ -120,8 +135,7 @@ def raglake_stage(pairs, embedder, metrics, config: ScoringConfig, cache_root: s
     encoder.encode(texts, caller="metrics")
     t2 = time.perf_counter()
     encoded_before_scoring = encoder.stats.encoded
-    for start in range(0, len(pairs), BATCH):
-        out.scored.extend(score_batch(pairs[start : start + BATCH], metrics, config, encoder=encoder))
+    out.scored = score_pairs(pairs, metrics, config, encoder=encoder)
     t3 = time.perf_counter()
     out.cpu = time.process_time() - c0
     out.collect, out.encode, out.score = t1 - t0, t2 - t1, t3 - t2
@@ -228,7 +242,7 @@ def split_line(r: StageResult) -> str:
     """Where stage (2)'s time went."""
     return (
         f"{'':<8}collect_texts {r.collect:.2f} s | encode {r.encode:.2f} s (model {r.model:.2f} s, "
-        f"{r.encoded:,} texts encoded) | score_batch x{math.ceil(len(set(r.scored.scores['case_id'])) / BATCH)} "
+        f"{r.encoded:,} texts encoded) | score_columnar x{math.ceil(len(set(r.scored.scores['case_id'])) / BATCH)} "
         f"{r.score:.2f} s"
     )
 
@@ -277,7 +291,7 @@ def profile_stage(pairs, embedder, metrics, config, top: int = 22) -> str:
     out.write("by cumulative time (share of the profiled stage):\n")
     shown = 0
     for key, (_cc, nc, tt, ct, _) in rows:
-        if "raglake" not in key[0] and "sentence_transformers" not in key[0] and key[2] not in ("score_batch",):
+        if "raglake" not in key[0] and "sentence_transformers" not in key[0] and key[2] not in ("score_columnar",):
             continue
         out.write(f"  {ct:8.2f} s {100 * ct / total:6.1f}%  own {tt:7.2f} s  calls {nc:>9,}  {name(key)}\n")
         shown += 1

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from raglake.columnar.batch import ColumnarBatch  # noqa: E402
 from raglake.embed.cache import EmbeddingCache, TextEncoder  # noqa: E402
 from raglake.embed.encoders import get_embedder  # noqa: E402
 from raglake.metaeval import stats  # noqa: E402
@@ -31,7 +32,7 @@ from raglake.metaeval.plan import DEFAULT_SOURCE, item_cases  # noqa: E402
 from raglake.metaeval.sources import convert  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
-from raglake.pipeline.scoring import ScoredBatch, score_batch  # noqa: E402
+from raglake.pipeline.scoring import ScoredBatch, score_columnar  # noqa: E402
 
 SETS = ("lfqa_webgpt", "lfqa_alpaca_wdoc", "lfqa_alpaca", "wice")
 METRICS = ("answer_hallucination", "answer_hallucination_score", "answer_hallucination_chunk_cos")
@@ -44,8 +45,8 @@ def detectors(items: list, encoder: TextEncoder) -> dict[str, np.ndarray]:
     scored = ScoredBatch()
     pairs = list(cases.values())
     for start in range(0, len(pairs), 200):
-        batch = pairs[start : start + 200]
-        scored.extend(score_batch(batch, [get_metric(m) for m in METRICS], ScoringConfig(k=k), encoder=encoder))
+        batch = ColumnarBatch.from_models(pairs[start : start + 200])  # as the score task reads its batch
+        scored.extend(score_columnar(batch, [get_metric(m) for m in METRICS], ScoringConfig(k=k), encoder=encoder))
     s = scored.scores
     value = {(c, m): v for c, m, v in zip(s["case_id"], s["metric"], s["value"])}
     sent = scored.sentence_scores

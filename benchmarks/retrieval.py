@@ -9,7 +9,7 @@ and the same relevance as TREC qrels and run files. Then, each from its own file
 - raglake, columnar: raglake.pipeline.scoring.score_files (bulk read, vectorised metrics, Arrow tables)
   with recall_any_at_k, recall_all_at_k, mrr_at_k, precision_at_k and ndcg_at_k at k=10, then the means;
 - raglake, per case: the records read and validated into pydantic models (raglake.records), then
-  score_batch (the path rescoring and the tests use), then the means;
+  score_batch (tests/rowpath.py: the per-case reference the tests hold the columnar path to), the means;
 - pytrec_eval: parse_qrel / parse_run, P_10, recip_rank and ndcg_cut_10, the means;
 - ranx: Qrels.from_file / Run.from_file, precision@10, mrr@10 and ndcg_burges@10 (numba's first-call
   compilation timed apart), the means.
@@ -52,9 +52,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
-from raglake.pipeline.scoring import score_batch, score_files  # noqa: E402
+from raglake.pipeline.scoring import score_files  # noqa: E402
 from raglake.records import read_records, validate_record  # noqa: E402
 from raglake.schemas import Capture, GoldenCase  # noqa: E402
+from tests.rowpath import score_batch  # noqa: E402
 
 K = 10
 N_NOTES = 50

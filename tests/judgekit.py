@@ -17,10 +17,9 @@ from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import Metric
 from raglake.metrics.steps import CaseView, StepOutcome
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run
-from raglake.pipeline.scoring import score_batch
 from raglake.pipeline.settings import RunSettings
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import land_scored_run, score_batch
 
 LABELS = (
     "support_present",

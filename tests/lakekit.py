@@ -12,10 +12,9 @@ from raglake.lake.tables import TABLES
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run
-from raglake.pipeline.scoring import score_batch
 from raglake.pipeline.settings import RunSettings
 from tests.conftest import FIXTURES
+from tests.rowpath import land_scored_run, score_batch
 
 
 def land(lake: str, golden: str, target: str, run_id: str, *, minutes: int = 0, k: int = 5, **options) -> str:

@@ -17,8 +17,8 @@ from raglake.anchors import (
     path_under_folder,
     segments_start_with,
 )
-from raglake.pipeline.scoring import score_one
 from raglake.schemas import Capture, GoldenCase, GoldSupport, RetrievedChunk
+from tests.rowpath import score_one
 
 # ---- heading_path normalisation ---------------------------------------------------------------
 

@@ -12,8 +12,8 @@ import pytest
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import score_batch
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_batch
 
 BERT_METRICS = ("bert_score_precision", "bert_score_recall", "bert_score_f1")
 

@@ -14,14 +14,13 @@ from hypothesis import strategies as st
 from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.registry import all_metrics
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run
-from raglake.pipeline.scoring import score_batch
 from raglake.pipeline.settings import RunSettings
 from raglake.pipeline.staging import jsonl, stage_pairs
 from raglake.schemas import CANONICAL, Capture, GoldenCase
 from raglake.spool import Spool
 from raglake.targets.journal import CaptureJournal
 from raglake.targets.replay import ReplayRun
+from tests.rowpath import land_scored_run, score_batch
 
 PATHS = ["a.md", "./ a.md", " ./x/b.md", "notes\\c.md", "./ ./d.md"]
 HEADINGS = ["", "A > B", "A/B >", "C# tips > ", "A/B", "x#y", ["C# tips", " "], ["A/B"], ["A", "B/C"], [" > A/B "]]

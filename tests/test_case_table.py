@@ -155,10 +155,9 @@ def test_the_score_task_reads_staged_batches_as_they_are(tmp_path: Path) -> None
     normalising a canonical value again would change it (and with it which chunk matches which support)."""
     from raglake.metrics.context import ScoringConfig
     from raglake.metrics.registry import all_metrics, metric_versions
-    from raglake.pipeline.rows import cases_table
-    from raglake.pipeline.scoring import score_batch
     from raglake.pipeline.staging import stage_pairs
     from raglake.tasks.score import ScoreSettings, score_cases
+    from tests.rowpath import cases_table, score_batch
 
     pairs = [(GoldenCase.model_validate(c), Capture.model_validate(x)) for c, x in TWICE_NORMALISED]
     assert pairs[0][0].gold_supports[0].rel_path == " a.md" and pairs[1][0].gold_supports[0].heading == "C# tips"

@@ -1,6 +1,6 @@
 """The columnar path (score_files / score_columnar: bulk reading, vectorised metrics, Arrow tables) gives
-exactly the per-case path's rows (score_batch over pydantic models): every column of scores, labels and
-chunks, in the same order; floats compared with ==, NaN and None at the same places."""
+exactly the per-case path's rows (tests/rowpath.py's score_batch over pydantic models): every column of
+scores, labels and chunks, in the same order; floats compared with ==, NaN and None at the same places."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ from raglake.embed.cache import EmbeddingCache, TextEncoder
 from raglake.golden import load_golden
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import all_metrics, get_metric
-from raglake.pipeline.scoring import score_batch, score_columnar, score_files
+from raglake.pipeline.scoring import score_columnar, score_files
 from raglake.pipeline.settings import SAMPLE_CAPTURES, SAMPLE_GOLDEN
 from raglake.records import read_records, validate_record
 from raglake.schemas import Capture, GoldenCase
 from tests.judgekit import judge_outcomes
+from tests.rowpath import score_batch
 
 DETERMINISTIC = [m for m in all_metrics("case") if m.family in ("retrieval", "label", "abstention", "operational")]
 

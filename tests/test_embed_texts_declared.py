@@ -28,9 +28,10 @@ from raglake.errors import ConfigError
 from raglake.metrics.context import CaseContext, ScoringConfig
 from raglake.metrics.registry import all_metrics, get_metric, register
 from raglake.pipeline.embedding import EmbeddingInputs, prepare_embeddings, reference_idf
-from raglake.pipeline.scoring import score_batch, score_context
+from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
 from raglake.text.sentences import split_sentences
+from tests.rowpath import score_batch
 
 TABLE_METRICS = [m for m in all_metrics(level="case") if m.texts]
 EMBEDDING_FAMILY = [m for m in all_metrics(level="case") if m.family == "embedding"]

@@ -11,8 +11,9 @@ from test_metrics_embedding import StubEmbedder, capture, case, chunks, stub_enc
 from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import score_batch, score_columnar
+from raglake.pipeline.scoring import score_columnar
 from raglake.text.words import content_words, coverage, stem
+from tests.rowpath import score_batch
 
 QUESTION = "Which database does Atlas use?"
 SUPPORT = "Atlas stores its records in Postgres."  # (1, 0, 0)

@@ -14,7 +14,6 @@ import pytest
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
 from raglake.metrics.steps import StepOutcome
-from raglake.pipeline.scoring import score_batch
 from tests.judgecases import (
     ANSWER,
     CHUNKS,
@@ -37,6 +36,7 @@ from tests.judgecases import (
     stub_encoder,
 )
 from tests.judgekit import LABELS, ScriptedGateway, judge_outcomes
+from tests.rowpath import score_batch
 
 # ---- abstention: explicit field, then the judge, then the phrases --------------------------------------
 

@@ -17,12 +17,13 @@ from raglake.errors import InputError
 from raglake.golden import load_golden
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import all_metrics
-from raglake.pipeline.scoring import score_batch, score_columnar, score_files
+from raglake.pipeline.scoring import score_columnar, score_files
 from raglake.records import read_records, validate_record
 from raglake.schemas import Capture
 from raglake.spool import iter_records
 from raglake.textfiles import iter_lines
 from tests.conftest import FIXTURES, ROOT
+from tests.rowpath import score_batch
 from tests.test_columnar_scoring import assert_same_tables
 
 READS_ANSWER = [m for m in all_metrics("case") if "answer" in m.inputs and m.family in ("label", "abstention")]

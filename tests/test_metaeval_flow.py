@@ -16,9 +16,9 @@ from raglake.lake.query import run_query
 from raglake.metaeval.items import read_items
 from raglake.metaeval.plan import MetaevalSettings
 from raglake.pipeline.lakes import open_lake
-from raglake.pipeline.scoring import score_one
 from raglake.schemas import Capture, GoldenCase
 from tests.conftest import FIXTURES
+from tests.rowpath import score_one
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 TINY = FIXTURES / "metaeval_tiny.jsonl"

@@ -9,8 +9,9 @@ import pytest
 from raglake.metrics.context import CaseContext, Label, ScoringConfig
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import RunValue, get_metric
-from raglake.pipeline.scoring import score_context, score_one
+from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_one
 
 ABSTENTION = ("abstention_accuracy", "hallucination_rate_unanswerable")
 

@@ -13,8 +13,8 @@ import pytest
 from raglake.embed.cache import EmbeddingCache, TextEncoder
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import score_batch, score_one
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_batch, score_one
 
 VECTOR_METRICS = (
     "context_relevance",

@@ -11,8 +11,9 @@ import pytest
 
 from raglake.metrics.context import CaseContext, Label, ScoringConfig
 from raglake.metrics.registry import Score, get_metric
-from raglake.pipeline.scoring import score_context, score_one
+from raglake.pipeline.scoring import score_context
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_one
 
 A = {"rel_path": "notes/a.md", "heading_path": "A"}
 A_SUB = {"rel_path": "notes/a.md", "heading_path": "A > Detail"}

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from raglake.metrics.registry import Score
-from raglake.pipeline.scoring import score_one
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_one
 
 RETRIEVAL_METRICS = (
     "recall_any_at_k",

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import score_one
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_one
 
 A = {"rel_path": "g.md", "heading_path": "A"}
 A_B = {"rel_path": "g.md", "heading_path": "A > B"}

@@ -2,7 +2,7 @@
 
 Random synthetic queries (seeded numpy) are scored both ways:
 - raglake: golden cases whose gold supports are grade 2 (`required=True`) or grade 1 (otherwise),
-  captures ranking distinct documents, through raglake.pipeline.scoring.score_batch;
+  captures ranking distinct documents, through the per-case path (tests/rowpath.py score_batch);
 - ranx: qrels {doc: grade} and run {doc: score} built from the same draw.
 
 ndcg_at_k must equal ranx's `ndcg_burges@K` (exponential gains 2^g - 1, discount log2(rank + 1),
@@ -25,8 +25,8 @@ import pytest
 
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import score_batch
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_batch
 
 ranx = pytest.importorskip("ranx")
 

@@ -31,8 +31,6 @@ from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions, repeated
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run
-from raglake.pipeline.scoring import score_batch
 from raglake.pipeline.settings import RunSettings
 from raglake.report.artifacts import summary_markdown, summary_table
 from raglake.report.charts import BAR, BASELINE
@@ -42,6 +40,7 @@ from raglake.report.html import num
 from tests.conftest import ROOT
 from tests.judgekit import ScriptedGateway, canned, judge_outcomes
 from tests.lakekit import land
+from tests.rowpath import land_scored_run, score_batch
 
 SAMPLE = str(ROOT / "data" / "golden" / "sample.jsonl")
 BASIC, LOCAL = (f"replay:{ROOT / 'data' / 'captures' / f'{m}.jsonl'}" for m in ("basic_search", "local_search"))

@@ -16,11 +16,10 @@ from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run
-from raglake.pipeline.scoring import score_batch
 from raglake.pipeline.settings import RunSettings
 from tests.conftest import FIXTURES
 from tests.lakekit import land
+from tests.rowpath import land_scored_run, score_batch
 
 GOLDEN = str(FIXTURES / "mini_golden.jsonl")
 TARGET = f"replay:{FIXTURES / 'mini_captures.jsonl'}"

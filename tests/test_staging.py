@@ -17,12 +17,12 @@ from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
 from raglake.pipeline.finish import capture_facts
 from raglake.pipeline.plan import plan_run
-from raglake.pipeline.rows import land_scored_run, land_staged_run
-from raglake.pipeline.scoring import score_batch
+from raglake.pipeline.rows import land_staged_run
 from raglake.pipeline.settings import RunSettings
 from raglake.pipeline.staging import Store, find_scored, stage_cases, stage_pairs
 from raglake.tasks.score import ScoreSettings, score_cases
 from tests.conftest import FIXTURES
+from tests.rowpath import land_scored_run, score_batch
 
 GOLDEN = str(FIXTURES / "mini_golden.jsonl")
 TARGET = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
@@ -111,9 +111,9 @@ def test_cases_rows_read_from_staged_lines_equal_the_models_fields() -> None:
     import hashlib
 
     from raglake.golden import load_golden
-    from raglake.pipeline.rows import cases_table
     from raglake.pipeline.settings import SAMPLE_CAPTURES, SAMPLE_GOLDEN
     from raglake.targets.replay import ReplayFile
+    from tests.rowpath import cases_table
 
     sample = [(SAMPLE_GOLDEN, spec.removeprefix("replay:")) for spec in SAMPLE_CAPTURES]
     for golden, replay in [(GOLDEN, TARGET.removeprefix("replay:")), *sample]:

@@ -36,8 +36,8 @@ import pytest
 
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.scoring import score_batch, score_one
 from raglake.schemas import Capture, GoldenCase
+from tests.rowpath import score_batch, score_one
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TREC = ROOT.parent / "shared" / "metaeval" / "trec_eval_tests" / "test"

@@ -24,11 +24,12 @@ from raglake.metrics.plugins import load_plugins
 from raglake.metrics.registry import get_metric, metric_versions
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.rescore import plan_rescore
-from raglake.pipeline.scoring import score_batch, score_columnar
+from raglake.pipeline.scoring import score_columnar
 from raglake.pipeline.staging import stage_pairs
 from raglake.schemas import Capture, GoldenCase
 from raglake.tasks.score import ScoreSettings
 from tests.lakekit import MINI_GOLDEN, MINI_REPLAY, land
+from tests.rowpath import score_batch
 
 MINI_CAPTURES = MINI_REPLAY.removeprefix("replay:")
 

@@ -18,8 +18,8 @@ _EMB = dict(family="embedding", seed="003")
 def _table(ctx: CaseContext):  # noqa: ANN202 - raglake.embed.texts.VectorTable
     if ctx.embeddings is None or ctx.embeddings.vectors is None:
         raise RaglakeError(
-            "embedding metrics need the run's vector table: score through raglake.pipeline.scoring.score_batch "
-            "with an encoder (raglake.embed.encoders)"
+            "embedding metrics need the run's vector table: score through raglake.pipeline.scoring.score_columnar "
+            "(or score_files) with an encoder (raglake.embed.encoders)"
         )
     return ctx.embeddings.vectors
 
@@ -209,7 +209,8 @@ def _bert(ctx: CaseContext, part: str) -> Score:
         return Score.undefined("no_reference")
     if ctx.embeddings is None or ctx.embeddings.bert_id is None:
         raise RaglakeError(
-            "BERTScore needs the batch's token embeddings: score through raglake.pipeline.scoring.score_batch"
+            "BERTScore needs the batch's token embeddings: score through raglake.pipeline.scoring.score_columnar "
+            "(or score_files) with an encoder (raglake.embed.encoders)"
         )
     result = ctx.embeddings.bert.get(ctx.case.id)
     if result is None:

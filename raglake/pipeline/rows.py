@@ -1,5 +1,5 @@
 """The rows a run lands, as Arrow tables of the lake's schemas: the cases (golden case and capture
-side by side), the scored batch's scores, labels and chunks, the run-level figures, the coverage and
+side by side), the staged batches' scores, labels and chunks, the run-level figures, the coverage and
 the `runs` row. The lake's landing commits them (raglake.lake.landing); it knows nothing of these types."""
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from raglake.lake.layouts import gold_support_list, reference_list, version_map
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
 from raglake.metrics.registry import Metric, RunValue, get_metric
-from raglake.pipeline.scoring import ScoredBatch
-from raglake.pipeline.staging import ScoredRef, jsonl
-from raglake.schemas import LATENCY_STAGES, Capture, GoldenCase
+from raglake.pipeline.staging import ScoredRef
+from raglake.schemas import LATENCY_STAGES
 
 
 @dataclass
@@ -121,24 +120,6 @@ def cases_table_from_lines(case_lines: bytes, capture_lines: bytes) -> pa.Table:
     return to_arrow(TABLES["cases"], {name: [r[name] for r in rows] for name in names})
 
 
-def cases_table(cases: Sequence[GoldenCase], captures: Sequence[Capture]) -> pa.Table:
-    """One row per case: the golden case and its capture."""
-    return cases_table_from_lines(
-        jsonl(cases),
-        jsonl(captures),
-    )
-
-
-def scores_table(scored: ScoredBatch, scoring_id: str, scored_at: dt.datetime) -> pa.Table:
-    """The batch's score rows under one scoring (its id and time on every row)."""
-    cols = dict(scored.scores)
-    n = len(cols["case_id"])
-    cols["scoring_id"] = [scoring_id] * n
-    cols["scored_at"] = [scored_at] * n
-    cols["is_latest"] = [True] * n  # the newest when written; raglake.lake.latest.settle flips superseded rows
-    return to_arrow(TABLES["scores"], cols)
-
-
 def metrics_table(metrics: Sequence[Metric], scoring_id: str, scored_at: dt.datetime) -> pa.Table:
     """What each metric of a scoring means (the lake's `metrics` table), from the registry."""
     rows = []
@@ -171,36 +152,13 @@ def run_metrics_table(values: Sequence[RunValue], versions: dict[str, str]) -> p
     )
 
 
-def run_tables(
-    run: RunRecord,
-    cases: Sequence[GoldenCase],
-    captures: Sequence[Capture],
-    scored: ScoredBatch,
-    run_values: Sequence[RunValue],
-    scoring_id: str,
-    coverage: dict[str, list[Any]] | None = None,
-) -> dict[str, pa.Table]:
-    """Every run-partitioned table's rows for one run."""
-    tables = {
-        "cases": cases_table(cases, captures),
-        "chunks": to_arrow(TABLES["chunks"], scored.chunks),
-        "labels": to_arrow(TABLES["labels"], scored.labels),
-        "scores": scores_table(scored, scoring_id, run.finished_at),
-        "sentence_scores": with_scoring_id(scored.tables()["sentence_scores"], scoring_id),
-        "run_metrics": run_metrics_table(run_values, run.metric_versions),
-        "metrics": metrics_table(run_metric_defs(run), scoring_id, run.finished_at),
-    }
-    if coverage:
-        tables["coverage"] = to_arrow(TABLES["coverage"], coverage)
-    return tables
-
-
 def with_scoring(part: pa.Table, scoring_id: str, scored_at: dt.datetime) -> pa.Table:
     """A staged part of the scores (no scoring columns) with its scoring's id and time on every row."""
     n = part.num_rows
     part = part.append_column("scoring_id", pa.array([scoring_id] * n, pa.string()))
     part = part.append_column("scored_at", pa.array([scored_at] * n, TABLES["scores"].schema.field("scored_at").type))
-    part = part.append_column("is_latest", pa.array([True] * n, pa.bool_()))  # see scores_table
+    # the newest when written; raglake.lake.latest.settle flips superseded rows
+    part = part.append_column("is_latest", pa.array([True] * n, pa.bool_()))
     return part.select(TABLES["scores"].schema.names).cast(TABLES["scores"].schema)
 
 
@@ -263,19 +221,3 @@ def land_scoring(lake: Lake, run_id: str, refs: Sequence[ScoredRef], scoring_id:
     lake.write("sentence_scores", run_id, staged_parts(refs, "sentence_scores", scoring_id, now), scoring_id)
     lake.write("metrics", run_id, metrics_table([get_metric(m) for m in sorted(seen)], scoring_id, now), scoring_id)
     settle(lake, run_id)
-
-
-def land_scored_run(
-    lake: Lake,
-    run: RunRecord,
-    cases: Sequence[GoldenCase],
-    captures: Sequence[Capture],
-    scored: ScoredBatch,
-    run_values: Sequence[RunValue],
-    scoring_id: str,
-    coverage: dict[str, list[Any]] | None = None,
-) -> None:
-    """Build the run's rows and land them (raglake.lake.landing.land_run: the runs row last)."""
-    tables = run_tables(run, cases, captures, scored, run_values, scoring_id, coverage)
-    stems = {"scores": scoring_id, "sentence_scores": scoring_id, "metrics": scoring_id}
-    land_run(lake, run.run_id, run.started_at.date(), tables, run.table(), stems=stems)

@@ -1,23 +1,25 @@
 """Scoring a batch of cases with the registry's case-level metrics: long rows of scores, the
-labels each case carried (every source) and the retrieved chunks with the supports they match."""
+labels each case carried (every source) and the retrieved chunks with the supports they match.
+
+A batch is scored over its columns (score_columnar; score_files reads two JSONL files into them), what
+the score task runs. The tests keep a per-case path over pydantic models as the reference this one is
+held equal to, row for row (tests/rowpath.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from raglake.anchors import heading_string
 from raglake.columnar.batch import ColumnarBatch
-from raglake.embed.encoders import default_encoder
 from raglake.lake.tables import TABLES, TableSpec, to_arrow
 from raglake.metrics.columnar import BatchContext, Column
 from raglake.metrics.columnar_rows import chunk_arrays, label_arrays, score_arrays
 from raglake.metrics.context import CaseContext, Label, ScoringConfig
-from raglake.metrics.registry import Metric, Score, get_metric
-from raglake.pipeline.embedding import needs_embedder, prepare_embeddings
+from raglake.metrics.registry import Metric, Score
+from raglake.pipeline.embedding import prepare_embeddings
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
 # the lake's schemas are the one definition of these columns; landing adds a scoring's id, time and
@@ -59,7 +61,7 @@ def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
 
 
 class ScoredBatch:
-    """A batch's scores, labels and chunks: column lists (the per-case path) or Arrow tables (the columnar
+    """A batch's scores, labels and chunks: column lists (the tests' per-case path) or Arrow tables (the columnar
     path); either reads as the other."""
 
     def __init__(
@@ -134,43 +136,6 @@ def score_context(ctx: CaseContext, metrics: Sequence[Metric]) -> list[tuple[Met
     return [(m, precondition(m, ctx.case, ctx.capture) or m.fn(ctx)) for m in metrics]
 
 
-def score_one(
-    case: GoldenCase,
-    capture: Capture,
-    metric: str,
-    *,
-    k: int = 5,
-    require_snippets: bool = False,
-    encoder: Any = None,
-    **settings: Any,
-) -> Score:
-    """One metric for one case (handy in notebooks and tests); embedding metrics use `encoder`, or
-    the default embedder without a disk cache."""
-    metrics = [get_metric(metric)]
-    config = ScoringConfig(k=k, require_snippets=require_snippets, **settings)
-    if encoder is None and needs_embedder(metrics):
-        encoder = default_encoder()
-    embeddings = prepare_embeddings([(case, capture)], metrics, config, encoder)
-    ctx = CaseContext(case, capture, config, embeddings=embeddings)
-    return score_context(ctx, metrics)[0][1]
-
-
-def _add_scores(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metric, Score]]) -> None:
-    for metric, score in scored:
-        out["case_id"].append(case_id)
-        out["metric"].append(metric.name)
-        out["value"].append(score.value)
-        out["status"].append(score.status)
-        out["reason"].append(score.reason)
-        out["metric_version"].append(metric.version)
-        out["label_source"].append(score.source)
-        out["embedder"].append(score.model)
-        out["judge_model"].append(score.judge_model)
-        out["prompt_id"].append(score.prompt_id)
-        out["prompt_version"].append(score.prompt_version)
-        out["judge_call"].append(score.judge_call)
-
-
 def _add_sentences(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metric, Score]]) -> None:
     """The per-sentence scores some metrics return with their value (Score.detail)."""
     for metric, score in scored:
@@ -199,57 +164,6 @@ def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
                 row("answer", None, name, source[name])
 
 
-def _add_chunks(out: dict[str, list[Any]], ctx: CaseContext) -> None:
-    for chunk, matched in zip(ctx.capture.retrieved, ctx.chunk_matches):
-        values = (
-            ctx.case.id,
-            chunk.rank,
-            chunk.rel_path,
-            heading_string(chunk.heading_path),
-            chunk.text,
-            chunk.score,
-            chunk.chunk_id,
-            chunk.rank <= ctx.k,
-            sorted(matched),
-        )
-        for col, value in zip(CHUNK_COLUMNS, values):
-            out[col].append(value)
-
-
-def score_batch(
-    pairs: Iterable[tuple[GoldenCase, Capture]],
-    metrics: Sequence[Metric],
-    config: ScoringConfig,
-    *,
-    known_docs: frozenset[str] = frozenset(),
-    encoder: Any = None,
-    idf: dict[int, float] | None = None,
-    judge: dict[str, dict[str, Any]] | None = None,
-) -> ScoredBatch:
-    """Scores (one row per case × metric), labels and chunks of a batch of (case, capture) pairs.
-
-    `encoder` (a raglake.embed.cache.TextEncoder) is needed when embedding metrics are among `metrics`;
-    `judge` holds the judge stage's outcomes (case id -> step name -> StepOutcome), None when no judge is configured."""
-    pairs = list(pairs)
-    embeddings = prepare_embeddings(pairs, metrics, config, encoder, idf)
-    batch = ScoredBatch()
-    for case, capture in pairs:
-        ctx = CaseContext(
-            case,
-            capture,
-            config,
-            known_docs=known_docs,
-            embeddings=embeddings,
-            judge=None if judge is None else judge.get(case.id, {}),
-        )
-        scored = score_context(ctx, metrics)
-        _add_scores(batch.scores, case.id, scored)
-        _add_sentences(batch.sentence_scores, case.id, scored)
-        _add_labels(batch.labels, ctx)
-        _add_chunks(batch.chunks, ctx)
-    return batch
-
-
 def score_files(
     cases_path: str,
     captures_path: str,
@@ -261,7 +175,7 @@ def score_files(
     idf: dict[int, float] | None = None,
     judge: dict[str, dict[str, Any]] | None = None,
 ) -> ScoredBatch:
-    """score_batch over two JSONL files in raglake's shape (one golden case and one capture a line, same
+    """A batch given as two JSONL files in raglake's shape (one golden case and one capture a line, same
     order, same length), read and scored in columns (score_columnar)."""
     batch = ColumnarBatch.from_files(cases_path, captures_path)
     return score_columnar(batch, metrics, config, known_docs=known_docs, encoder=encoder, idf=idf, judge=judge)
@@ -277,7 +191,8 @@ def score_columnar(
     idf: dict[int, float] | None = None,
     judge: dict[str, dict[str, Any]] | None = None,
 ) -> ScoredBatch:
-    """The rows score_batch gives, computed over the batch's columns: a metric with a vectorised form
+    """A batch's scores (one row per case × metric, case-major), labels and chunks, computed over its
+    columns (the rows tests/rowpath.py's per-case score_batch gives): a metric with a vectorised form
     (Metric.columnar; one that reads a judge step only when no judge is configured) scores every case at
     once; the others, and the rows a form leaves to its metric, run per case on models built for them."""
     bc = BatchContext(batch, config, known_docs=known_docs, judge=judge)
