@@ -93,9 +93,10 @@ def serve_demo(
     rate is an exact share of the questions of --questions."""
     import uvicorn  # the web server and the demo app (FastAPI): only for this command
 
-    from raglake.demo.app import Faults, create_app, questions_of
+    from raglake.demo.app import Faults, create_app
 
-    expected = questions_of(questions) if Path(questions).is_file() or questions != QUESTIONS else ()
+    given = Path(questions).is_file() or questions != QUESTIONS  # the default may be absent: then by chance
+    expected = tuple(c.question for c in load_golden(questions).cases) if given else ()
     rates = (error_rate, timeout_rate, empty_rate, malformed_rate, flaky_rate)
     try:
         faults = Faults(*rates, latency_ms, hang_s, seed, questions=expected)
