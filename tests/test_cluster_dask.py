@@ -53,6 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with MotoServer() as moto, FaultProxy(moto.url) as proxy:
         env = s3_env(proxy.url)
         env.update(PREFECT_API_URL=str(get_current_settings().api.url), TMPDIR=str(folder))
+        env["DASK_TEMPORARY_DIRECTORY"] = str(folder)  # the scheduler's scratch space, not /tmp
         port = free_port()
         address = f"tcp://127.0.0.1:{port}"
         common = {"cwd": ROOT, "env": env, "start_new_session": True}
