@@ -228,3 +228,15 @@ def test_queries_on_a_bucket_lake_cannot_read_outside_it(s3: S3, tmp_path: Path)
     with pytest.raises(ConfigError, match="read-only to queries"):
         run_sql(con, f"COPY (SELECT 1 AS x) TO 's3://{s3.bucket}/raglake/scores/run_id=r-one/x.parquet'")
     assert len(s3.keys("raglake/")) == 8
+
+
+def test_a_damaged_object_in_a_bucket_lake_is_left_out_with_a_warning(s3: S3, capsys) -> None:
+    """raglake.lake.checks on s3://: a foreign file in a run's partition is listed, never read as the table's."""
+    url = f"s3://{s3.bucket}/raglake"
+    land(url, GOLDEN, TARGET, "r-one")
+    lake = Lake(url)
+    objects.put_bytes(lake.fs, f"{s3.bucket}/raglake/scores/run_id=r-one/notes.parquet", b"not parquet")
+    listed, files = lake.listed("scores"), lake.files("scores")
+    assert len(listed) == 2 and len(files) == 1 and all(f.startswith("s3://") for f in listed)
+    assert "notes.parquet: not a Parquet file or cut short" in capsys.readouterr().err
+    assert run_sql(connect_lake(lake), "SELECT count(DISTINCT run_id) AS n FROM scores").column("n").to_pylist() == [1]
