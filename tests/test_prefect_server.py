@@ -1,6 +1,7 @@
 """raglake's deployments on a real Prefect server, as a team runs them: `prefect server start` (loopback, a
-free port, a temporary PREFECT_HOME), a process work pool, `prefect deploy --all --prefect-file
-deployments/prefect.yaml` (RAGLAKE_HOME: this checkout), `prefect worker start`, then the nightly
+free port, a temporary PREFECT_HOME), a process work pool, `prefect deploy -n NAME --prefect-file
+deployments/prefect.yaml` for each deployment (RAGLAKE_HOME: this checkout; `--all` stops after the first
+under Prefect 3.8.8, see Server.deploy), `prefect worker start`, then the nightly
 deployment (the eval file, its lake overridden into tmp_path) and a backfill (the `rescore` deployment with
 parameters) triggered with `prefect deployment run`; the flow runs' states, names and artifacts are read
 back through the server's REST API. Each evaluation subflow run is named by its raglake run id."""
