@@ -92,6 +92,15 @@ def test_the_command_line_on_a_bucket_gives_what_it_gives_on_a_local_lake(
     assert in_bucket["scores"] == local["scores"]
     assert "r-a" in in_bucket["compare"] and in_bucket["compare"] == local["compare"]
     keys = list_keys(moto.url, bucket)
+    staged = next(k for k in keys if k.startswith("results/") and k.endswith(".parquet"))  # beside the lake
+    from typer.testing import CliRunner
+
+    from raglake.cli import app
+
+    outside = CliRunner().invoke(
+        app, ["sql", f"SELECT * FROM 's3://{bucket}/{staged}'", "--lake", f"s3://{bucket}/lake"]
+    )
+    assert outside.exit_code != 0 and "Permission Error: Cannot access file" in str(outside.exception), outside.output
     assert any(k.startswith("results/scored/") for k in keys) and any(k.startswith("lake/metaeval/") for k in keys)
     assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")]
     assert not list(tmp_path.glob("raglake-*"))  # local temporary folders gone
