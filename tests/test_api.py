@@ -26,11 +26,14 @@ PREFECT_SETTINGS = (
 
 
 def python_blocks(section: str) -> list[str]:
-    """The ```python blocks of one `## section` of the README, in order."""
+    """The ```python blocks of one section of the README (a `##` or `###` heading), in order, up to the next
+    heading of its level or above."""
     text = README.read_text()
-    start = text.index(f"\n## {section}\n")
-    end = text.find("\n## ", start + 1)
-    return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    heading = re.search(rf"^(#{{2,3}}) {re.escape(section)}\n", text, flags=re.M)
+    assert heading, f"no README section {section!r}"
+    following = re.compile(rf"^#{{1,{len(heading.group(1))}}} ", flags=re.M).search(text, heading.end())
+    part = text[heading.end() : following.start() if following else len(text)]
+    return re.findall(r"```python\n(.*?)```", part, flags=re.S)
 
 
 CHECKS = r'''
