@@ -89,3 +89,27 @@ def test_an_empty_lake_folder_still_prints_the_columns(tmp_path: Path) -> None:
     (tmp_path / "lake" / "runs").mkdir(parents=True)
     lines = _runs(str(tmp_path / "lake"), 120)
     assert _header(lines)[:2] == ["run_id", "started_at"]
+
+
+def test_every_generic_table_keeps_run_ids_and_timestamps_whole_at_120_and_80() -> None:
+    """`raglake health`, `sql`, … print through render.arrow_table: an id or a timestamp is never cut or split
+    (it was: 'r-20261127-165607-lo' in `health --by category` at 120 columns)."""
+    import pyarrow as pa
+    from rich.console import Console
+
+    from raglake.cli import render
+
+    run_id, when = "r-20261127-165607-local_search-9f3a2b", "2026-11-27 16:56:07"
+    table = pa.table(
+        {
+            "run_id": [run_id] * 2,
+            "slice": ["recency_conflict", "factual"],
+            **{f"a_long_rate_name_{i}": [0.125, 0.5] for i in range(6)},
+            "finished_at": [when] * 2,
+        }
+    )
+    for width in (120, 80):
+        console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+        console.print(render.arrow_table(table, "health"))
+        text = console.export_text()
+        assert text.count(run_id) == 2 and text.count(when) == 2, text

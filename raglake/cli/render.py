@@ -36,12 +36,21 @@ def fmt(value: Any, digits: int = 3) -> str:
     return number(value, digits)
 
 
+def _whole(name: str) -> bool:
+    """A column whose values are never split across lines or cut: ids and timestamps (the other columns fold)."""
+    return name.endswith(("_id", "_at")) or name in ("run", "baseline", "candidate")
+
+
 def arrow_table(table: pa.Table, title: str | None = None, max_rows: int = 200) -> Table:
     out = Table(title=title, show_lines=False)
-    for name in table.column_names:
-        out.add_column(name, overflow="fold")
-    for row in table.slice(0, max_rows).to_pylist():
-        out.add_row(*(fmt(v) for v in row.values()))
+    rows = [[fmt(v) for v in row.values()] for row in table.slice(0, max_rows).to_pylist()]
+    for i, name in enumerate(table.column_names):
+        if _whole(name):
+            out.add_column(name, no_wrap=True, min_width=max([len(name), *(len(r[i]) for r in rows)]))
+        else:
+            out.add_column(name, overflow="fold")
+    for row in rows:
+        out.add_row(*row)
     if table.num_rows > max_rows:
         out.caption = f"{table.num_rows - max_rows} more rows not shown"
     return out
