@@ -52,7 +52,7 @@ from gpu_report import report_lines  # noqa: E402
 from raglake.columnar.batch import ColumnarBatch  # noqa: E402
 from raglake.embed.cache import EmbeddingCache, TextEncoder, text_key  # noqa: E402
 from raglake.embed.encoders import get_embedder  # noqa: E402
-from raglake.embed.model import DEVICES, resolve_device  # noqa: E402
+from raglake.embed.model import DEVICES, offline_environment, resolve_device  # noqa: E402
 from raglake.embed.texts import collect_batch_texts  # noqa: E402
 from raglake.errors import ConfigError  # noqa: E402
 from raglake.metrics.context import ScoringConfig  # noqa: E402
@@ -111,9 +111,17 @@ def environment(device: str, embedder) -> dict:  # noqa: ANN001 - raglake.embed.
         "param_dtype": str(first.dtype),
         "param_device": str(first.device),
         "max_seq_length": embedder.max_sequence,
-        "dimension": embedder.dimension,
+        "dimension": _dimension(embedder),
         "encode_batch_size": embedder.batch_size,
     }
+
+
+def _dimension(embedder) -> int | str:  # noqa: ANN001
+    """The embedder's dimension (the figures must not be lost to an API another sentence-transformers lacks)."""
+    try:
+        return embedder.dimension
+    except AttributeError as e:
+        return f"n/a ({e})"
 
 
 def stage_inputs(embedder, args, folder: Path) -> tuple[list[tuple[Path, Path]], dict]:  # noqa: ANN001
@@ -332,7 +340,9 @@ def run(args: argparse.Namespace, device: str, folder: Path) -> dict:
     check = (
         None if args.random_weights else reference_check(args.model_dir, lambda t: encode(t, normalize_embeddings=True))
     )
+    env = environment(device, embedder)
     print(f"model ready in {load_s:.1f} s on {device}: {weights}; reference check {check}", flush=True)
+    print(f"environment: {env}", flush=True)
     t0 = time.perf_counter()
     paths, inputs = stage_inputs(embedder, args, folder / "staged")
     metrics, config = select(args.metrics), ScoringConfig(k=args.chunks)
@@ -343,7 +353,7 @@ def run(args: argparse.Namespace, device: str, folder: Path) -> dict:
     warm_up(paths, embedder, metrics, config)
     result = measure(paths, embedder, metrics, config, args.repeat)
     figures = {
-        "environment": environment(device, embedder),
+        "environment": env,
         "model": {"dir": str(args.model_dir), "weights": weights, "key": embedder.key, "load_s": load_s},
         "reference_check": check,
         "inputs": inputs | {"distinct_texts": result["texts"], "repeat": args.repeat},
@@ -364,6 +374,7 @@ def run(args: argparse.Namespace, device: str, folder: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     device = check_device(args.device)
+    offline_environment(device)  # as the embedder sets it on loading: nothing fetched, the tokenizer's threads
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="raglake-gpu-") as tmp:
         figures = run(args, device, Path(tmp))
