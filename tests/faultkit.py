@@ -194,6 +194,14 @@ class FaultServer:
 
         return Handler
 
+    def wait_sent(self, n: int = 1, timeout_s: float = 10.0) -> list[int]:
+        """`sent` once n replies are recorded: a client that hung up moves on before the server's thread has
+        finished writing (and recording) its reply."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.sent) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return list(self.sent)
+
     def start(self) -> FaultServer:
         self._thread = threading.Thread(
             target=self._server.serve_forever,

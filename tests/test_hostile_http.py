@@ -80,14 +80,14 @@ def test_a_gzip_bomb_stops_at_the_response_size_cap(tmp_path: Path) -> None:
     assert capture.status == "error" and capture.attempts == 1 and server.count == 1  # not retried
     assert f"the response exceeded {MiB} bytes" in capture.error
     # reading stopped at the cap: the server could not send the whole (compressed) body
-    assert server.sent[0] < len(BOMB_MEMBER) * BOMB_MEMBERS
+    assert server.wait_sent(1)[0] < len(BOMB_MEMBER) * BOMB_MEMBERS
 
 
 def test_an_endless_plain_body_stops_at_the_cap(tmp_path: Path) -> None:
     endless = Answer(b"0" * MiB, repeat=200)  # promises 200 MiB
     capture, server, _ = capture_one(endless, tmp_path, max_response_bytes=MiB)
     assert capture.status == "error" and f"the response exceeded {MiB} bytes" in capture.error
-    assert server.sent[0] < 50 * MiB
+    assert server.wait_sent(1)[0] < 50 * MiB
 
 
 def test_a_compressed_body_under_the_cap_is_read_as_before(tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_a_judges_gzip_bomb_stops_at_the_cap_and_is_not_retried(tmp_path: Path) 
     result, server, _ = judge_once(bomb(), tmp_path, max_response_bytes=MiB, max_retries=2, backoff_s=0.01)
     assert result.status == "judge_error" and f"the response exceeded {MiB} bytes" in result.reason
     assert server.count == 1  # the same request would get the same bomb
-    assert server.sent[0] < len(BOMB_MEMBER) * BOMB_MEMBERS
+    assert server.wait_sent(1)[0] < len(BOMB_MEMBER) * BOMB_MEMBERS
 
 
 def test_the_judges_cap_has_a_documented_default() -> None:
