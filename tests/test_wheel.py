@@ -36,6 +36,8 @@ _SKIP_NAMES = {
     ".hypothesis",
     ".prefect",
     ".ruff_cache",
+    ".whl",  # the wheels and the packed model a GPU run carries (benchmarks/gpu_embedding.py): not the project's
+    ".gpumodel",
 }
 
 
