@@ -291,6 +291,9 @@ class Capture(_Strict):
     folder_mode: str | None = None
     selected_folders: list[str] = Field(default_factory=list)
     attempts: StrictInt | None = Field(default=None, ge=1)  # requests it took (live targets)
+    # what the target says the call cost, in US dollars (None: it says nothing); dumped only when given, so the
+    # canonical line and content hash of a capture without one stay what they were (its key last: appended)
+    cost_usd: Number | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
 
     @field_validator("answer", mode="before")
     @classmethod

@@ -45,6 +45,7 @@ CAPTURE_EXTRA = st.fixed_dictionaries(
         "latency_ms": st.sampled_from([{}, {"retrieval": 1.5, "total": 20}, {"wall": 0.0, "generation": None}]),
         "attempts": st.sampled_from([None, 1, 3]),
         "error": st.sampled_from([None, "boom"]),
+        "cost_usd": st.sampled_from([None, 0, 0.0042, 3]),
     }
 )
 

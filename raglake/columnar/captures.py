@@ -24,7 +24,7 @@ from raglake.schemas import CANONICAL, CAPTURE_STATUSES, FOLDER_MODES, LATENCY_S
 from raglake.schemas import _choice as choice
 
 CAPTURE_FIELDS = ("case_id", "answer", "abstained", "method", "status", "error", "folder_mode", "selected_folders")
-CAPTURE_FIELDS += ("attempts",)
+CAPTURE_FIELDS += ("attempts", "cost_usd")
 
 
 @dataclass
@@ -89,11 +89,13 @@ def capture_columns(table: pa.Table, lines: Lines, *, normalise: bool = True) ->
     attempts = cols["attempts"]
     if not norm.mask(pc.fill_null(pc.greater_equal(attempts, 1), True)).all():
         raise BulkProblem("attempts below 1")
+    if not _finite_from_zero(cols["cost_usd"]):
+        raise BulkProblem("cost_usd below 0 or not finite")
     latency = combine(table.column("latency_ms"))
     nulls |= norm.mask(pc.is_null(latency))
     for stage in LATENCY_STAGES:
         values = pc.if_else(pc.is_valid(latency), latency.field(stage), pa.scalar(None, pa.float64()))
-        if not norm.mask(pc.fill_null(pc.and_(pc.greater_equal(values, 0), pc.is_finite(values)), True)).all():
+        if not _finite_from_zero(values):
             raise BulkProblem(f"latency {stage} below 0 or not finite")
         cols[f"latency_{stage}"] = values
     chunks = _chunks(table.column("retrieved"), n, nulls, normalise)
@@ -101,6 +103,11 @@ def capture_columns(table: pa.Table, lines: Lines, *, normalise: bool = True) ->
     cols["n_retrieved"] = pa.array(np.bincount(chunks.parent, minlength=n).astype(np.int32))
     check_nulls(lines, nulls)
     return CaptureColumns(lines, pa.table(cols), chunks, references, canonical=not normalise)
+
+
+def _finite_from_zero(values: pa.Array) -> bool:
+    """Every value that is not null is finite and at least 0."""
+    return bool(norm.mask(pc.fill_null(pc.and_(pc.greater_equal(values, 0), pc.is_finite(values)), True)).all())
 
 
 def _chunks(col: pa.ChunkedArray, n: int, nulls: np.ndarray, normalise: bool) -> Part:

@@ -58,6 +58,7 @@ def capture_schema(heading: pa.DataType) -> pa.Schema:
             ("folder_mode", _STR),
             ("selected_folders", pa.list_(_STR)),
             ("attempts", _INT),
+            ("cost_usd", pa.float64()),
         ]
     )
 

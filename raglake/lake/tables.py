@@ -133,6 +133,12 @@ CASES = _spec(
         ("latency_wall_ms", pa.float64(), "wall time of the capture as raglake measured it, ms"),
         ("capture_hash", pa.string(), "sha256 (16 hex) of the capture's canonical JSON"),
         ("capture_attempts", pa.int32(), "requests the capture took (live targets; null otherwise)"),
+        (
+            "cost_usd",
+            pa.float64(),
+            "what the target said the call cost, US dollars (a replay file's `cost_usd`, an http target's mapped "
+            "`response.cost_usd`); null: it said nothing, and in lakes written before the column",
+        ),
         ("golden_case", pa.string(), "the whole golden case as canonical JSON (labels included), for re-scoring"),
     ],
     doc="One row per run × case: the golden case and what the system answered (its capture).",

@@ -186,13 +186,12 @@ def latency_score(spec: LatencyBelowSpec, stage: str, ms: float | None) -> Score
     return _pass(False, f"{said}; latency-below {_num(spec.ms)} ms")
 
 
-def cost_usd(capture: Capture) -> float | None:
-    """The capture's cost in US dollars, where the target reports one (captures carry no cost field yet)."""
-    return getattr(capture, "cost_usd", None)
-
-
 def _cost_below(spec: CostBelowSpec, capture: Capture) -> Score:
-    cost = cost_usd(capture)
+    return cost_score(spec, capture.cost_usd)
+
+
+def cost_score(spec: CostBelowSpec, cost: float | None) -> Score:
+    """cost-below on the capture's cost in US dollars (None: the target reports none)."""
     if cost is None:
         return Score.undefined("cost-below: the target reports no cost")
     said = f"cost ${cost:.6g}"

@@ -23,15 +23,14 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from raglake.assertion_specs import AssertionSpec, LatencyBelowSpec
+from raglake.assertion_specs import AssertionSpec, CostBelowSpec, LatencyBelowSpec
 from raglake.columnar.golden import GoldenColumns
 from raglake.columnar.normalise import mask
 from raglake.errors import ConfigError
-from raglake.metrics.assertion_checks import ON_ANSWER, check_answer, evaluate, latency_score
+from raglake.metrics.assertion_checks import ON_ANSWER, check_answer, cost_score, evaluate, latency_score
 from raglake.metrics.columnar import BatchContext, Column
 from raglake.metrics.context import CaseContext
 from raglake.metrics.registry import STATUSES, Metric, Score, add_metric, columnar_form, register
-from raglake.schemas import Capture
 
 # bump when the evaluation of a type changes a value: it is part of every assertion's version
 EVALUATION_VERSION = "1"
@@ -94,17 +93,12 @@ def _latency_column(spec: LatencyBelowSpec, bc: BatchContext) -> Column:
     return _column_of([latency_score(spec, *k) for k in seen], which, bc.n)
 
 
-def _cost_column(spec: AssertionSpec, bc: BatchContext) -> Column:
-    """cost-below: captures carry no cost yet, so every row is what the function gives a capture without one;
-    should a batch's captures have a cost, its rows go to the function."""
-    if "cost_usd" in bc.captures.captures.column_names:
-        col = Column(bc.n)
-        col.defer(np.ones(bc.n, dtype=bool))
-        return col
-    return _column_of([evaluate(spec, _NO_COST)], np.zeros(bc.n, dtype=np.int64), bc.n)
-
-
-_NO_COST = Capture(case_id="-")
+def _cost_column(spec: CostBelowSpec, bc: BatchContext) -> Column:
+    """cost-below from the batch's cost column, once per distinct cost (null where the capture has none)."""
+    costs = bc.capture_column("cost_usd")
+    distinct = pc.unique(costs)
+    which = np.asarray(pc.index_in(costs, value_set=distinct, skip_nulls=False), dtype=np.int64)
+    return _column_of([cost_score(spec, c) for c in distinct.to_pylist()], which, bc.n)
 
 
 def _columnar(spec: AssertionSpec) -> Any:

@@ -173,8 +173,8 @@ class Case:
 
     @property
     def cost_usd(self) -> float | None:
-        # captures carry no cost field yet; read it when the schema gains one
-        return getattr(self._ctx.capture, "cost_usd", None)
+        """What the target said the call cost, in US dollars (None: it said nothing)."""
+        return self._ctx.capture.cost_usd
 
     @property
     def method(self) -> str | None:

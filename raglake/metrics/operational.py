@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +124,23 @@ def timeout_rate(run: RunInputs) -> list[RunValue]:
 def empty_response_rate(run: RunInputs) -> list[RunValue]:
     """Share of cases that returned an empty answer."""
     return _rate(run, "empty", "empty_response_rate")
+
+
+@register(
+    "target_cost_usd",
+    family="operational",
+    scale="usd",
+    higher_is_better=False,
+    seed="-",
+    level="run",
+    inputs=("cost_usd",),
+)
+def target_cost_usd(run: RunInputs) -> list[RunValue]:
+    """What the target said its calls cost, added up over the captures that say (n; failed ones too: a failed call may be paid); absent when none says."""  # noqa: E501
+    costs = [c.cost_usd for c in run.captures if c.cost_usd is not None]
+    if not costs:
+        return []
+    return [RunValue("target_cost_usd", math.fsum(costs), None, len(costs), "usd")]
 
 
 @register("suite_seconds", family="operational", scale="seconds", higher_is_better=False, seed="001", level="run")

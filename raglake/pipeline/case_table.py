@@ -35,6 +35,7 @@ _CAPTURE_COLUMNS = {  # cases column <- the capture columns'
     "folder_mode": "folder_mode",
     "selected_folders": "selected_folders",
     "capture_attempts": "attempts",
+    "cost_usd": "cost_usd",
     **{f"latency_{stage}_ms": f"latency_{stage}" for stage in LATENCY_STAGES},
 }
 _EMPTY_METADATA_LAST = ',"metadata":{}}'

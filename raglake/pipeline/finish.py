@@ -38,13 +38,13 @@ LatencyFacts = namedtuple("LatencyFacts", LATENCY_STAGES)  # a capture's latency
 
 
 class CaptureFacts:
-    """What the run-level figures read of a capture (status and latencies), without the capture: a run
-    of a million cases keeps these, not its captures."""
+    """What the run-level figures read of a capture (status, latencies and cost), without the capture: a
+    run of a million cases keeps these, not its captures."""
 
-    __slots__ = ("status", "latency_ms")
+    __slots__ = ("status", "latency_ms", "cost_usd")
 
-    def __init__(self, status: str, latency_ms: LatencyFacts):
-        self.status, self.latency_ms = status, latency_ms
+    def __init__(self, status: str, latency_ms: LatencyFacts, cost_usd: float | None = None):
+        self.status, self.latency_ms, self.cost_usd = status, latency_ms, cost_usd
 
     @property
     def failed(self) -> bool:
@@ -53,12 +53,13 @@ class CaptureFacts:
 
 def capture_facts(scored: Sequence[ScoredRef]) -> list[CaptureFacts]:
     """The captures' facts of a run's scored batches, in batch order, read from their staged `cases` rows."""
-    columns = ["capture_status", *(f"latency_{f}_ms" for f in LATENCY_STAGES)]
+    columns = ["capture_status", *(f"latency_{f}_ms" for f in LATENCY_STAGES), "cost_usd"]
     out: list[CaptureFacts] = []
     for ref in sorted(scored, key=lambda r: r.index):
         table = ref.table("cases", columns).to_pydict()
         latencies = zip(*(table[f"latency_{f}_ms"] for f in LATENCY_STAGES))
-        out.extend(CaptureFacts(s, LatencyFacts(*lat)) for s, lat in zip(table["capture_status"], latencies))
+        rows = zip(table["capture_status"], latencies, table["cost_usd"])
+        out.extend(CaptureFacts(s, LatencyFacts(*lat), cost) for s, lat, cost in rows)
     return out
 
 

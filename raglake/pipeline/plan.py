@@ -30,6 +30,7 @@ from raglake.judge.stage import SpotSample, wanted_steps
 from raglake.judge.steps import prompt_versions
 from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
+from raglake.lake.tables import TABLES
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions
 from raglake.metrics.rules import RULES_VERSION
@@ -42,7 +43,7 @@ from raglake.pipeline.settings import SAMPLE_DIR as SAMPLE_DIR
 from raglake.pipeline.settings import SAMPLE_GOLDEN as SAMPLE_GOLDEN
 from raglake.pipeline.settings import JudgeSettings, RunSettings, auto_batch_size
 from raglake.pipeline.settings import sample_path as sample_path
-from raglake.pipeline.staging import BatchRef, stage_cases
+from raglake.pipeline.staging import SCORED_TABLES, BatchRef, stage_cases
 from raglake.schemas import GoldenCase
 from raglake.targets import Target
 from raglake.text.sentences import SPLITTER_VERSION
@@ -280,7 +281,9 @@ def scoring_token(
     embedding: Any = None,
 ) -> str:
     """What of a run's settings changes its scores: metric versions, scoring settings, rule versions,
-    the target's known documents and the embedder (computed once per run, not per batch)."""
+    the target's known documents and the embedder (computed once per run, not per batch); and the columns
+    of the tables a scored batch stages, so that a batch staged before a column existed (the cases'
+    `cost_usd`) is scored again rather than landed without it."""
     return digest(
         [
             versions,
@@ -291,6 +294,7 @@ def scoring_token(
             SPLITTER_VERSION,
             BERTSCORE_VERSION,
             embedding.cache_token() if embedding is not None else None,
+            [TABLES[name].schema.names for name in SCORED_TABLES],
         ]
     )
 

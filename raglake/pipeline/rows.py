@@ -98,6 +98,7 @@ def _case_row(case_line: bytes, capture_line: bytes) -> dict[str, Any]:
         **{f"latency_{stage}_ms": lat[stage] for stage in LATENCY_STAGES},
         "capture_hash": capture_hash(capture_line),
         "capture_attempts": cap["attempts"],
+        "cost_usd": cap.get("cost_usd"),  # in the line only when the target gave one
         "golden_case": case_line.decode(),
     }
 

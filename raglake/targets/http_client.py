@@ -141,6 +141,8 @@ def map_response(data: Any, config: HttpTargetConfig, case_id: str) -> dict[str,
     capture["latency_ms"] = {
         stage: _get(data, path, f"latency {stage}", (int, float)) for stage, path in m.latency_ms.items()
     }
+    if m.cost_usd is not None:
+        capture["cost_usd"] = _get(data, m.cost_usd, "cost_usd", (int, float))
     return capture
 
 

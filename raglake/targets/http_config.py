@@ -52,6 +52,9 @@ class ResponseMapping(_Strict):
     folder_mode: str | None = None
     selected_folders: str | None = None
     latency_ms: dict[str, str] = {}  # stage (folder_selection, retrieval, generation, total) -> path
+    # what the call cost, US dollars (`$.usage.cost`); left out of the config's dump when not given, so the
+    # fingerprint (the key of its staged captures) of a config without it stays what it was
+    cost_usd: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @field_validator("latency_ms")
     @classmethod

@@ -172,5 +172,6 @@ def _capture_from_row(row: dict, chunks: list[dict]) -> Capture:
         "folder_mode": row["folder_mode"],
         "selected_folders": row["selected_folders"] or [],
         "attempts": row.get("capture_attempts"),
+        "cost_usd": row.get("cost_usd"),
     }
     return Capture.model_validate(fields, context=CANONICAL)
