@@ -1,13 +1,20 @@
-"""The generated docs: the metric catalogue table (from the registry) and docs/lake.md (from the lake's table specs)."""
+"""The generated docs: the metric catalogue table (from the registry), with a user's own metrics after it
+(`raglake metrics --markdown` where an eval file or --plugin names them), and docs/lake.md (from the lake's
+table specs)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import pyarrow as pa
 
 from raglake.lake.tables import TABLES
-from raglake.metrics.registry import all_metrics
+from raglake.metrics.registry import Metric, all_metrics
+
+COLUMNS = ("metric", "family", "level", "version", "scale", "scale view", "better", "applies to", "seed", "same as")
 
 
 def metrics_markdown() -> str:
@@ -21,20 +28,63 @@ def metrics_markdown() -> str:
         "`same as`: another metric that gives the same figure (this one a presentation of it): both are scored and",
         "landed, the CLI's tables, the report and `Result.summary()` show only the other one when a run has both.",
         "",
-        "| metric | family | level | version | scale | scale view | better | applies to | seed | same as | rule |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *_header((*COLUMNS, "rule")),
     ]
-    for m in all_metrics():
-        if not m.builtin:  # a user's metric (plugin, entry point, rubric, assertion) is not part of raglake's docs
-            continue
-        better = {True: "higher", False: "lower", None: "–"}[m.higher_is_better]
-        view = f"`{m.scale_view}`" if m.scale_view else ""
-        same = f"`{m.same_as}`" if m.same_as else ""
-        lines.append(
-            f"| `{m.name}` | {m.family} | {m.level} | {m.version} | {m.scale} | {view} | {better} | "
-            f"{m.applies_to} | {m.seed} | {same} | {m.description} |"
-        )
+    # a user's metric (plugin, entry point, rubric, assertion) is not part of raglake's docs: own_metrics_markdown
+    lines += ["| " + " | ".join(_cells(m)) + " |" for m in all_metrics() if m.builtin]
     return "\n".join(lines)
+
+
+def own_metrics_markdown(metrics: Sequence[Metric]) -> str:
+    """The table of a user's own metrics (what metrics_markdown shows, plus where each is defined), to follow
+    raglake's; "" when there is none. Their texts are the user's: a `|` or a line break in one is escaped."""
+    if not metrics:
+        return ""
+    lines = [
+        "## Your metrics",
+        "",
+        "Your own metrics, from the eval file and the plugins named (and installed packages' entry points):",
+        "`origin` says how each is defined, `source` where (paths relative to the working folder).",
+        "",
+        *_header((*COLUMNS, "rule", "origin", "source")),
+    ]
+    for m in metrics:
+        cells = [*_cells(m)[:-1], _escaped(m.description), m.origin, _escaped(_relative(m.source or ""))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _header(names: Sequence[str]) -> list[str]:
+    return ["| " + " | ".join(names) + " |", "| " + " | ".join("---" for _ in names) + " |"]
+
+
+def _cells(m: Metric) -> list[str]:
+    """A metric's cells under COLUMNS, then its rule."""
+    better = {True: "higher", False: "lower", None: "–"}[m.higher_is_better]
+    view = f"`{m.scale_view}`" if m.scale_view else ""
+    same = f"`{m.same_as}`" if m.same_as else ""
+    return [
+        f"`{m.name}`",
+        m.family,
+        m.level,
+        m.version,
+        m.scale,
+        view,
+        better,
+        m.applies_to,
+        m.seed,
+        same,
+        m.description,
+    ]
+
+
+def _escaped(text: str) -> str:
+    return " ".join(text.splitlines()).replace("|", "\\|")
+
+
+def _relative(source: str) -> str:
+    """A source under the working folder (an eval file's absolute path) as a path relative to it."""
+    return source.removeprefix(f"{Path.cwd()}{os.sep}")
 
 
 def _type(t: pa.DataType) -> str:

@@ -15,7 +15,7 @@ from raglake.cli.common import (
     app,
 )
 from raglake.config.evalfile import find_eval_file, load_eval_file
-from raglake.docs import metrics_markdown
+from raglake.docs import metrics_markdown, own_metrics_markdown
 from raglake.errors import ConfigError
 from raglake.golden import load_golden, load_imported_captures
 from raglake.lake.store import Lake
@@ -118,7 +118,12 @@ def serve_demo(
 @app.command("metrics")
 def metrics_cmd(
     markdown: Annotated[
-        bool, typer.Option("--markdown", help="The docs table of raglake's built-in metrics, as markdown.")
+        bool,
+        typer.Option(
+            "--markdown",
+            help="The docs table of raglake's built-in metrics, as markdown; where an eval file (raglake.yaml "
+            "here, or -c) or --plugin names metrics of your own, a second table of yours after it.",
+        ),
     ] = False,
     check: Annotated[
         bool,
@@ -138,14 +143,18 @@ def metrics_cmd(
     ] = False,
 ) -> None:
     """List the metric registry: raglake's metrics and your own, with where each is defined (origin, source)."""
-    if markdown:  # raglake's docs: built-in metrics only, whatever is loaded
+    found = find_eval_file(config)  # the eval file's own metrics, rubrics and assertions (raglake.yaml or -c)
+    if markdown and not plugin and found is None:  # raglake's docs (docs/metric-table.md): built-in metrics only
         print(metrics_markdown())
         return
     load_entry_points()
     load_plugins(plugin or [], ".")
-    found = find_eval_file(config)  # the eval file's own metrics, rubrics and assertions (raglake.yaml or -c)
     if found is not None:
         load_eval_file(found).extensions().activate()
+    if markdown:  # raglake's table as the docs hold it, then the user's own
+        own = own_metrics_markdown([m for m in all_metrics() if not m.builtin and m.origin != "variant"])
+        print(metrics_markdown() + (f"\n\n{own}" if own else ""))
+        return
     if check:
         raise typer.Exit(check_own_metrics())
     if long:
