@@ -20,6 +20,7 @@ from raglake.judge.stage import SpotSample
 from raglake.lake.store import Lake
 from raglake.pipeline.finish import capture_facts, finish_run
 from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.local_judge import local_judge
 from raglake.pipeline.plan import RunPlan, journal_path, plan_for
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.settings import RunSettings
@@ -33,10 +34,18 @@ from raglake.tasks.land import land
 def evaluate(settings: RunSettings) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id.
 
-    `settings.runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners)."""
+    `settings.runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners).
+    The local judge is started here when no caller did (a deployment's run)."""
+    with local_judge(settings.judge) as judge:
+        return _evaluate(settings if judge is settings.judge else settings.model_copy(update={"judge": judge}))
+
+
+def _evaluate(settings: RunSettings) -> str:
     log = get_run_logger()
     t0 = time.perf_counter()
     plan = plan_for(settings)  # the caller's plan of this run (inputs checked once), else planned here
+    if plan.settings.judge != settings.judge:  # the local judge, started by this flow after the caller planned
+        plan = plan.with_judge(settings.judge)
     t_planned = time.perf_counter()
     names.name_flow_run(plan.run_id)  # a deployment's run learns its id only now
     batches = plan.stage()  # the tasks get references to staged batches, never the cases themselves

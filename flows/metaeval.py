@@ -13,6 +13,7 @@ from raglake.flows import names
 from raglake.flows.stages import ScoreWork, score_stage
 from raglake.metaeval.plan import MetaevalSettings, plan_metaeval
 from raglake.metaeval.run import AgreementWork
+from raglake.pipeline.local_judge import local_judge
 from raglake.pipeline.runners import RunnerSpec
 from raglake.tasks.metaeval import land_metaeval, measure_agreement
 
@@ -23,7 +24,13 @@ def metaeval_run_name() -> str:
 
 @flow(name="metaeval", flow_run_name=metaeval_run_name, task_runner=ThreadPoolTaskRunner(max_workers=4))
 def metaeval(settings: MetaevalSettings) -> str:
-    """Measure how far the metrics (and the judge, when one is given) agree with people; returns the id."""
+    """Measure how far the metrics (and the judge, when one is given) agree with people; returns the id. The
+    local judge is started here when no caller did (a deployment's run)."""
+    with local_judge(settings.judge) as judge:
+        return _metaeval(settings if judge is settings.judge else settings.model_copy(update={"judge": judge}))
+
+
+def _metaeval(settings: MetaevalSettings) -> str:
     log = get_run_logger()
     plan = plan_metaeval(settings)
     names.name_flow_run(plan.metaeval_id)

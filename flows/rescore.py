@@ -11,9 +11,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from raglake.embed.encoders import text_encoder
 from raglake.flows import names
 from raglake.flows.stages import ScoreWork, score_stage
-from raglake.metrics.registry import get_metric, select_metrics
+from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import needs_embedder
 from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.local_judge import local_judge
 from raglake.pipeline.plan import results_dir
 from raglake.pipeline.rescore import (
     Decision,
@@ -38,13 +39,19 @@ def land_rescored(lake_url: str, run_id: str, scored: list[ScoredRef], scoring_i
 @flow(name="rescore", flow_run_name=names.rescore_run_name, task_runner=ThreadPoolTaskRunner(max_workers=4))
 def rescore(settings: RescoreSettings) -> dict:
     """Re-score runs (ids, a start-date range, or all); returns what was recomputed and kept.
-    `settings.runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners)."""
+    `settings.runner`: where scoring batches run, `thread` or `dask[:ADDRESS]` (see raglake.pipeline.runners).
+    The local judge is started here when no caller did (a deployment's run)."""
+    with local_judge(settings.judge) as judge:
+        return _rescore(settings if judge is settings.judge else settings.model_copy(update={"judge": judge}))
+
+
+def _rescore(settings: RescoreSettings) -> dict:
     log = get_run_logger()
     runner = RunnerSpec.parse(settings.runner)
     q = open_lake(settings.lake)
     runs = select_runs(q, settings.run_ids, settings.since, settings.until, settings.all_runs)
     names.name_flow_run(names.rescore_run_name(runs))
-    chosen = select_metrics(settings.metrics, extra=settings.extensions.activate())  # the eval file's own too
+    chosen = settings.extensions.select(settings.metrics)  # the eval file's own too
     judge = settings.judge.config() if settings.judge is not None else None
     report: dict = {"runs": {}, "dry_run": settings.dry_run}
     for run_id in runs:

@@ -43,14 +43,16 @@ def verdict_summary(rows: Sequence[Mapping[str, Any]], fdr: float | None) -> str
     real = sum(bool(r["regression"] or r["improvement"]) for r in tested)
     raw = sum(bool(r["regression_raw"] or r["improvement_raw"]) for r in tested)
     tests = f"{len(tested)} tests (metric × slice with enough pairs and a direction)"
+    level = rows[0].get("level", 0.95) if rows else 0.95  # 1 - alpha of the comparison
     if fdr is None:
         return (
-            f"{tests}, no multiple-comparison control (--fdr off): {raw} difference(s) whose own 95% interval "
-            f"excludes 0, about {0.05 * len(tested):.0f} of which chance alone would give if nothing changed"
+            f"{tests}, no multiple-comparison control (--fdr off): {raw} difference(s) whose own {100 * level:g}% "
+            f"interval excludes 0, about {(1 - level) * len(tested):.0f} of which chance alone would give if "
+            "nothing changed"
         )
     return (
         f"{tests}; Benjamini-Hochberg at a false discovery rate of {fdr:g}: {real} real difference(s) "
-        f"({raw} whose own 95% interval excludes 0, uncorrected)"
+        f"({raw} whose own {100 * level:g}% interval excludes 0, uncorrected)"
     )
 
 
@@ -83,9 +85,10 @@ def verdict_headline(rows: Sequence[Mapping[str, Any]], subject: str = "") -> st
 
 def interval(row: Mapping[str, Any]) -> str:
     """A compare_runs row's per-slice interval, labelled: '95% CI [-0.134, -0.036]' (or '95% CI unbounded')."""
+    level = f"{100 * row.get('level', 0.95):g}% CI"  # the comparison's level (1 - alpha), 95% by default
     if row["ci_low"] is None or row["ci_high"] is None:
-        return "95% CI unbounded"
-    return f"95% CI [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+        return f"{level} unbounded"
+    return f"{level} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
 
 
 META_DIMENSION = re.compile(r"meta\.[A-Za-z0-9_-]{1,64}")  # an eval file's `slices:` key: a golden case's metadata

@@ -19,6 +19,8 @@ REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token"}
 )
+# any other header whose name says it carries a credential (Ocp-Apim-Subscription-Key, X-Goog-Api-Key, …)
+_SECRET_NAME = re.compile(r"(?i)key|token|secret|auth|passw|signature|session|cookie|credential")
 # shorter values are not hidden: a 3-letter value would blank the same letters out of every answer
 MIN_SECRET_CHARS = 8
 _SCHEME = re.compile(r"^\s*(?:bearer|basic|token|digest)\s+(\S+)\s*$", re.IGNORECASE)
@@ -98,7 +100,7 @@ class Redactor:
         of its credential headers."""
         found = [s for s in secrets if s]
         for name, value in headers.items():
-            if name.lower() in SECRET_HEADERS and value:
+            if value and (name.lower() in SECRET_HEADERS or _SECRET_NAME.search(name)):
                 found += _parts(name.lower(), value)
         return cls(found)
 
@@ -116,10 +118,8 @@ class Redactor:
 
     def error(self, text: str, limit: int | None = None) -> str:
         """An error text without known secrets or `Bearer`/`Basic` credentials, cut to `limit` characters
-        after the redaction (a secret across the cut is never left half there)."""
-        if limit is not None:
-            text = text[: limit + self._longest + 256]
-        text = _CREDENTIAL.sub(_credential, self(text) or "")
+        after the whole text is redacted (a secret across the cut is never left half there)."""
+        text = _CREDENTIAL.sub(_credential, self(text) or "")  # the whole text first: a cut could halve a secret
         return text if limit is None else text[:limit]
 
 

@@ -213,9 +213,13 @@ final AS (
             WHEN n_pairs < $min_pairs THEN printf('too few pairs (%d, fewer than %d)', n_pairs, $min_pairs)
             WHEN NOT tested THEN 'not among the tests asked for'
             WHEN ci_low IS NULL THEN printf('too few pairs for an interval (%d)', n_pairs)
-            WHEN NOT raw_real THEN 'the 95% CI spans 0'
-            ELSE printf('its 95%% CI excludes 0, but the FDR control does not keep it (q %.3f > %g)', q_value, $fdr)
-        END AS why
+            WHEN NOT raw_real THEN printf('the %g%% CI spans 0', round(100 * (1 - $alpha), 6))
+            ELSE printf(
+                'its %g%% CI excludes 0, but the FDR control does not keep it (q %.3f > %g)',
+                round(100 * (1 - $alpha), 6), q_value, $fdr
+            )
+        END AS why,
+        1 - $alpha AS level
     FROM called
 )
 

@@ -51,10 +51,12 @@ def registry_restored():
     the process's, and the docs and conformance tests read all of it."""
     from raglake.metrics import registry, steps
 
-    metrics, defined = dict(registry._REGISTRY), dict(steps._DEFINED)
+    metrics, defined, owners = dict(registry._REGISTRY), dict(steps._DEFINED), dict(registry._OWNER)
     yield
     registry._REGISTRY.clear()
     registry._REGISTRY.update(metrics)
+    registry._OWNER.clear()
+    registry._OWNER.update(owners)
     steps._DEFINED.clear()
     steps._DEFINED.update(defined)
 

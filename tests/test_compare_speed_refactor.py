@@ -237,3 +237,15 @@ def test_every_row_is_identical_on_every_call_connection_and_thread_count(lake_d
     assert single.compare("r-a", "r-c") == compare
     assert single.metric_ci("r-a", "category", seed=4) == ci
     assert first.metric_ci("r-a", "category", seed=5) != ci  # the seed matters
+
+
+def test_the_labels_name_the_comparisons_own_level(lake_dir) -> None:
+    """compare(alpha=0.1) is a 90% interval: the labels and the `why` texts said 95% whatever alpha was."""
+    from raglake.analysis import interval, verdict_summary
+
+    q = open_lake(lake_dir)
+    rows = q.compare("r-a", "r-b", alpha=0.1, min_pairs=3, fdr=0.2)
+    assert all(interval(r).startswith("90% CI") for r in rows)
+    assert "90% interval" in verdict_summary(rows, 0.2) and "95%" not in verdict_summary(rows, 0.2)
+    assert not any("95%" in (r["why"] or "") for r in rows)
+    assert any("90% CI" in (r["why"] or "") for r in rows)

@@ -8,6 +8,7 @@ import threading
 import time
 
 from raglake.embed.model import WARM_UP_TEXTS, Embedder
+from raglake.metrics.registry import get_metric
 from raglake.pipeline import embedding as embedding_module
 from raglake.pipeline.embedding import load_embedder_early
 
@@ -63,8 +64,8 @@ def test_the_early_load_warms_the_runs_embedder_only_when_a_metric_embeds(monkey
             asked.append((self.name, self.device, warm))
 
     monkeypatch.setattr(embedding_module, "get_embedder", lambda name, device: Recorder(name, device))
-    assert load_embedder_early(["recall_any_at_k"], None, "cpu") is None
-    thread = load_embedder_early(["semantic_similarity"], None, "cpu")
+    assert load_embedder_early([get_metric("recall_any_at_k")], None, "cpu") is None
+    thread = load_embedder_early([get_metric("semantic_similarity")], None, "cpu")
     assert thread is not None
     thread.join(timeout=10)
     assert asked == [(None, "cpu", True)]
@@ -83,6 +84,6 @@ def test_a_torch_failure_in_the_early_load_is_kept_for_the_stage_to_raise(monkey
             raise RuntimeError("CUDA out of memory")
 
     monkeypatch.setattr(embedding_module, "get_embedder", lambda name, device: Failing())
-    thread = load_embedder_early(["semantic_similarity"], None, "cuda")
+    thread = load_embedder_early([get_metric("semantic_similarity")], None, "cuda")
     thread.join(timeout=10)
     assert isinstance(thread.failure, RuntimeError) and "out of memory" in str(thread.failure)

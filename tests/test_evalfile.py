@@ -221,3 +221,76 @@ def test_a_metric_at_its_own_settings_lands_beside_the_runs_own(folder, prefect_
     for bad, words in (("ndcg_at_k@theta_s=0.5", "does not change"), ("faithfulness@k=2", "judge metric")):
         with pytest.raises(ConfigError, match=words):
             resolve(folder / EVAL_FILE, {"metrics": [bad]})
+
+
+def test_every_file_only_key_is_taken_and_recorded(folder) -> None:
+    """`name:` and `description:` were in the schema but made every run fail ('unknown setting')."""
+    text = GOOD + "name: nightly\ndescription: the sample's eval\nfamilies: [retrieval]\nslices: [lang]\n"
+    (folder / EVAL_FILE).write_text(text + "gate: {rules: [{metric: mrr_at_k}]}\n", encoding="utf-8")
+    evaluation = resolve(folder / EVAL_FILE)
+    (run,) = evaluation.runs
+    assert run.about == {"name": "nightly", "description": "the sample's eval"} and run.slices == ["lang"]
+    assert evaluation.gate is not None and plan_run(run).golden.cases
+
+
+@pytest.mark.parametrize(
+    ("file_judge", "overrides", "expected"),
+    [
+        ("local", {"judge.concurrency": 2}, {"local": True, "concurrency": 2}),
+        ("local", {"judge.base_url": "http://j/v1", "judge.model": "m"}, {"local": False, "base_url": "http://j/v1"}),
+        ("{base_url: 'http://j/v1', model: m}", {"judge.local": True}, {"local": True, "base_url": None}),
+        ("{base_url: 'http://j/v1', model: m}", {"judge.timeout_s": 5}, {"model": "m", "timeout_s": 5}),
+        (
+            "{base_url: 'http://j/v1', model: m}",
+            {"judge": {"base_url": "http://k/v1", "model": "n"}, "judge_timeout_s": 5},
+            {"base_url": "http://k/v1", "model": "n", "timeout_s": 5},
+        ),
+    ],
+)
+def test_judge_options_merge_over_the_files_judge(folder, file_judge, overrides, expected) -> None:
+    (folder / EVAL_FILE).write_text(GOOD + f"judge: {file_judge}\n", encoding="utf-8")
+    (run,) = resolve(folder / EVAL_FILE, overrides).runs
+    assert {k: getattr(run.judge, k) for k in expected} == expected
+
+
+def test_metrics_given_as_an_option_are_the_only_ones_the_files_families_add_none(folder) -> None:
+    (folder / EVAL_FILE).write_text(GOOD + "families: [retrieval]\n", encoding="utf-8")
+    assert resolve(folder / EVAL_FILE, {"metrics": ["mrr_at_k"]}).runs[0].metrics == ["mrr_at_k"]
+    assert len(resolve(folder / EVAL_FILE).runs[0].metrics) > 2  # without the option: the families join
+
+
+def test_another_eval_files_metrics_are_never_this_runs(folder, tmp_path) -> None:
+    """One process, two eval files: B may not compute A's plugin metric by naming it, and A's assertion and B's
+    rubric may share a name (B's replaces A's)."""
+    a, b = folder, tmp_path / "b"
+    b.mkdir()
+    for name in ("golden.jsonl", "captures.jsonl"):
+        shutil.copy(a / name, b / name)
+    (a / "checks.py").write_text("import raglake\n\n\n@raglake.metric('short_answer')\ndef f(case):\n    return 1.0\n")
+    (a / EVAL_FILE).write_text(GOOD + "plugins: [checks.py]\nassertions: {cites_pn: {type: regex, pattern: x}}\n")
+    resolve(a / EVAL_FILE)
+    (b / EVAL_FILE).write_text(GOOD.replace("recall_any_at_k", "short_answer"))
+    with pytest.raises(InputError, match="belongs to the eval file"):
+        resolve(b / EVAL_FILE)
+    rubric = "rubrics: {cites_pn: {criteria: 'Does it cite the policy?'}}\n"
+    (b / EVAL_FILE).write_text(GOOD + rubric)
+    resolve(b / EVAL_FILE)
+    from raglake.metrics.registry import get_metric
+
+    assert get_metric("cites_pn").origin == "rubric"  # B's rubric replaced A's assertion, no clash
+    (b / EVAL_FILE).write_text(GOOD + rubric + "assertions: {cites_pn: {type: regex, pattern: x}}\n")
+    with pytest.raises(ConfigError, match="defined twice"):
+        resolve(b / EVAL_FILE)
+
+
+def test_a_metric_looking_deeper_than_the_runs_k_is_refused(folder) -> None:
+    (folder / EVAL_FILE).write_text(GOOD + "k: 3\n", encoding="utf-8")
+    (run,) = resolve(folder / EVAL_FILE, {"metrics": ["precision_at_k@k=10"]}).runs
+    with pytest.raises(ConfigError, match="looks deeper than the run's k = 3"):
+        plan_run(run)
+
+
+def test_config_of_the_wrong_type_is_one_error(folder) -> None:
+    for bad in (123, ["a.yaml"]):
+        with pytest.raises(ConfigError, match="config takes an eval file's path or its content as a mapping"):
+            resolve(bad)

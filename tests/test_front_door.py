@@ -94,3 +94,71 @@ def test_each_default_is_declared_once() -> None:
     assert places(r"share\b[^\n]*\b0\.1\b") == ["raglake/pipeline/judge_settings.py"]
     assert places(r"minimum\b[^\n]*=\s*(Field\(\s*)?10\b") == ["raglake/pipeline/judge_settings.py"]
     assert places(r"\bLOCAL_JUDGE\b|\bCHECKED\b") == []  # the old hand-overs are gone
+
+
+def test_a_deployments_run_starts_the_local_judge_itself(project, prefect_harness, monkeypatch) -> None:
+    """A deployment runs the `evaluate` flow with `judge: local` and no caller to start the server: the flow starts
+    it (here a stand-in answering as a stub judge) and stops it; the judge metric is judged, not a judge_error."""
+    from raglake.flows.evaluate import evaluate
+    from raglake.pipeline import local_judge as local_judge_module
+    from raglake.pipeline.settings import RunSettings
+    from tests.fake_openai import FakeOpenAI, canned_reply
+
+    started: list[str] = []
+
+    class StandIn:
+        def __init__(self) -> None:
+            self.server = FakeOpenAI(handler=canned_reply)
+            self.base_url: str | None = None
+
+        def stop(self) -> None:
+            self.server.stop()
+
+        def __enter__(self) -> StandIn:
+            self.server.start()
+            self.base_url = self.server.url
+            started.append(self.base_url)
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.stop()
+
+    monkeypatch.setattr(local_judge_module, "LocalJudgeServer", StandIn)
+    settings = RunSettings(
+        golden=str(project / "golden.jsonl"),
+        target=f"replay:{project / 'captures.jsonl'}",
+        lake=str(project / "dep_lake"),
+        metrics=["groundedness"],
+        judge="local",
+    )
+    run_id = evaluate(settings)
+    assert len(started) == 1
+    statuses = _rows(project / "dep_lake")
+    assert run_id.startswith("r-") and {r[3] for r in statuses} <= {"ok", "undefined"}
+    assert any(r[3] == "ok" for r in statuses)  # judged through the started server, not a judge_error
+
+
+def test_rows_without_answers_take_the_eval_files_target(project, prefect_harness) -> None:
+    """evaluate(rows, config=…) refused rows without answers although the eval file names a target."""
+    import json
+
+    import raglake
+
+    rows = [json.loads(line) for line in (project / "golden.jsonl").read_text().splitlines() if line.strip()]
+    result = raglake.evaluate(rows, config=str(project / EVAL_FILE), lake=str(project / "rows_lake"), name="mini")
+    assert result.run_id.startswith("r-") and len(_rows(project / "rows_lake")) == 4 * len(METRICS)
+
+
+def test_gate_reads_the_lake_of_the_eval_file_it_is_given(project, prefect_harness, monkeypatch, tmp_path) -> None:
+    """`raglake gate -c other.yaml` read the working folder's raglake.yaml lake, not other.yaml's."""
+    other = project / "ci"
+    other.mkdir()
+    text = (project / EVAL_FILE).read_text().replace("lake: lake", "lake: ../ci_lake")
+    text = text.replace("golden.jsonl", "../golden.jsonl").replace("replay:captures.jsonl", "replay:../captures.jsonl")
+    (other / "other.yaml").write_text(text + "gate: {rules: [{metric: mrr_at_k}]}\n")
+    monkeypatch.chdir(project)  # its raglake.yaml names ./lake, which holds no run
+    for _ in range(2):
+        CliRunner().invoke(app, ["run", "-c", str(other / "other.yaml"), "--quiet"])
+    result = CliRunner().invoke(app, ["gate", "-c", str(other / "other.yaml"), "--candidate", "latest"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "pass" in result.output and "no lake at" not in result.output

@@ -327,3 +327,20 @@ def test_the_planted_secrets_are_nowhere_after_run_report_and_metaeval(prefect_h
     (tmp_path / "printed.txt").write_text("\n".join(outputs))
     found = leaks(tmp_path, [key, token])
     assert not found, "the planted key or token is in:\n" + "\n".join(found)
+
+
+def test_a_secret_across_the_error_cut_is_never_left_half_there() -> None:
+    """Redacting a text cut first pulled a half secret from beyond the cut into the kept 300 characters."""
+    key = "sk-" + "A1b2C3d4E5" * 4
+    redactor = Redactor([key])
+    for pad in range(0, 160, 7):  # the key straddles the cut at some pad, whatever the marker's length
+        text = redactor.error((key + " ") * 12 + "x" * pad + key, 300)
+        assert "A1b2C3d4E5A1b2" not in text and len(text) <= 300, pad
+
+
+def test_a_credential_in_a_header_of_any_name_is_redacted() -> None:
+    """Ocp-Apim-Subscription-Key and X-Goog-Api-Key carry keys though they are not Authorization or X-Api-Key."""
+    headers = {"Ocp-Apim-Subscription-Key": "abcdef0123456789", "X-Goog-Api-Key": "g00gle-key-123456"}
+    redactor = Redactor.for_request({**headers, "Content-Type": "application/json"}, [])
+    echoed = "401: bad key abcdef0123456789 (X-Goog-Api-Key: g00gle-key-123456) for application/json"
+    assert redactor.error(echoed) == f"401: bad key {REDACTED} (X-Goog-Api-Key: {REDACTED}) for application/json"

@@ -173,3 +173,13 @@ def test_the_probe_tampered_scores_never_land(tmp_path: Path, monkeypatch, capsy
     means = "SELECT metric, avg(value) FROM scores WHERE run_id = $r AND status = 'ok' GROUP BY ALL ORDER BY ALL"
     first, second = fetch(con, means, r="r-first"), fetch(con, means, r="r-second")
     assert repr(second) == repr(first) and any(m not in (None, 0.123) and m == m for _, m in first)
+
+
+def test_a_done_marker_with_digests_but_no_counts_is_not_trusted(tmp_path: Path) -> None:
+    """A damaged `_done` holding digests but no row counts made find_scored raise a KeyError traceback."""
+    from raglake.pipeline.staging import SCORED_TABLES, Store, scored_folder
+
+    store, folder = Store(str(tmp_path / "results")), scored_folder("score-" + "0" * 32)
+    digests = {name: store.put_table(f"{folder}/{name}.parquet", pa.table({"x": [1]})) for name in SCORED_TABLES}
+    store.put(f"{folder}/_done", json.dumps({"sha256": digests}).encode())
+    assert find_scored(str(tmp_path / "results"), 0, "score-" + "0" * 32) is None

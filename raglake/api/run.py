@@ -74,9 +74,6 @@ def evaluate(
     if inputs.target and target:
         inputs.close()
         raise ConfigError("the data holds the answers already: leave out target, or drop the answer columns")
-    if inputs.folder is not None and not (inputs.target or target):
-        inputs.close()
-        raise ConfigError("these rows hold no answers: give target= (e.g. 'http:my_service.yaml' or 'builtin:DIR')")
     try:
         overrides = {
             **options,
@@ -86,17 +83,23 @@ def evaluate(
             "lake": str(lake) if lake is not None else None,
             "judge": JudgeSettings.of(judge.model_dump() if isinstance(judge, JudgeSettings) else judge),
         }
-        plans = _plans(config, overrides)
+        plans = _plans(config, overrides, rows_without_answers=inputs.folder is not None and not inputs.target)
         results = [Result(run_id, plans[0].lake.url) for run_id in _run(plans, show_progress)]
         return results[0] if len(results) == 1 else results
     finally:
         inputs.close()
 
 
-def _plans(config: Any, overrides: dict[str, Any]) -> list[RunPlan]:
+def _plans(config: Any, overrides: dict[str, Any], *, rows_without_answers: bool) -> list[RunPlan]:
     """The runs' plans, every input checked (as `raglake run` does before Prefect starts); no lake given
-    anywhere: this process's temporary lake."""
-    runs = resolve(config, overrides, discover=False).runs
+    anywhere: this process's temporary lake. Rows without answers need a target (target= or the eval file's)."""
+    evaluation = resolve(config, overrides, discover=False)
+    named = overrides.get("target") or (
+        evaluation.file and (evaluation.file.values.get("targets") or evaluation.file.values.get("target"))
+    )
+    if rows_without_answers and not named:
+        raise ConfigError("these rows hold no answers: give target= (e.g. 'http:my_service.yaml' or 'builtin:DIR')")
+    runs = evaluation.runs
     runs = [r if r.lake is not None else r.model_copy(update={"lake": session_lake()}) for r in runs]
     check_lake_root(runs[0].lake, write=True)  # a file, a device or a read-only folder: a LakeError before any work
     return [plan_run(r) for r in runs]
@@ -106,7 +109,7 @@ def _run(plans: list[RunPlan], show_progress: bool) -> list[str]:
     """The `evaluate` flow of each plan on Prefect's API (started first: a clear error when it cannot start);
     the embedder loads meanwhile (raglake.pipeline.embedding.load_embedder_early)."""
     for p in plans:
-        load_embedder_early([m.name for m in p.metrics], p.embedder, p.device)
+        load_embedder_early(p.metrics, p.embedder, p.device)
     runtime.start_api()
     with local_judge(plans[0].settings.judge) as judge, progress.reporting(Console(stderr=True), show_progress):
         ready = [p.with_judge(judge) if p.settings.judge is not None else p for p in plans]

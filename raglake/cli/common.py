@@ -20,6 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 def eval_file_lake(value: Optional[str]) -> Optional[str]:
     """--lake as given, else the lake of the eval file in the working folder (raglake.yaml), else None (then
     $RAGLAKE_LAKE or data/lake): in a project's folder its commands read the project's lake."""
@@ -29,6 +30,11 @@ def eval_file_lake(value: Optional[str]) -> Optional[str]:
     return load_eval_file(found).values.get("lake") if found is not None else None
 
 
+# a command that reads an eval file of its own (-c) takes that file's lake, not the working folder's
+FileLakeOpt = Annotated[
+    Optional[str],
+    typer.Option("--lake", help="Lake root (default: the eval file's lake, else $RAGLAKE_LAKE or data/lake)."),
+]
 LakeOpt = Annotated[
     Optional[str],
     typer.Option(

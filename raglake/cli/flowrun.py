@@ -47,7 +47,7 @@ def evaluate_plans(plans: list[RunPlan], *, quiet: bool) -> list[str]:
     run_ids = [p.run_id for p in plans]
     with interrupt.stoppable(_run_note(plans[0].settings.lake, run_ids)), interrupt.cleanup(runtime.stop_api):
         for p in plans:  # the embedder loads while Prefect's server starts, not inside the embedding stage
-            load_embedder_early([m.name for m in p.metrics], p.embedder, p.device)
+            load_embedder_early(p.metrics, p.embedder, p.device)
         import_pandas_early()  # likewise pyarrow's import of pandas, not inside the first stage
         runtime.start_api()
         announce = render.console.print

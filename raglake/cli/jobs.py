@@ -12,7 +12,7 @@ from raglake.analysis import LakeQueries
 from raglake.cli import options as opt
 from raglake.cli import render
 from raglake.cli.common import (
-    LakeOpt,
+    FileLakeOpt,
     app,
     print_runs,
     split_option,
@@ -23,7 +23,7 @@ from raglake.config.front import resolve, settings_for
 from raglake.embed.encoders import text_encoder
 from raglake.errors import ConfigError
 from raglake.gate import evaluate_gate, failing_rows, gate_verdicts
-from raglake.metrics.registry import get_metric, select_metrics
+from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import needs_embedder
 from raglake.pipeline.lakes import open_lake
 from raglake.pipeline.plan import plan_run
@@ -104,7 +104,7 @@ RESCORE_SHARED = ("lake", "embedder", "device", "judge", "runner")  # what a re-
 def print_rescore_plan(q: LakeQueries, settings: RescoreSettings) -> None:
     """A dry run: per run, what would be recomputed and about how many judge calls it costs."""
     judge_config = settings.judge.config() if settings.judge is not None else None
-    selected = select_metrics(settings.metrics, extra=settings.extensions.activate())
+    selected = settings.extensions.select(settings.metrics)
     for run_id in settings.run_ids or []:
         stored = load_stored_run(q, run_id)
         key = (
@@ -154,7 +154,7 @@ def gate(
             "committed run on this golden set, instead of failing with exit 2 (a CI job's first run).",
         ),
     ] = False,
-    lake: LakeOpt = None,
+    lake: FileLakeOpt = None,
 ) -> None:
     """Fail (exit 1) when a gated metric drops on a slice by more than its rule allows and the drop is
     real (Benjamini-Hochberg at the rules' `fdr` across the checks, or with `fdr: off` the slice's 95%

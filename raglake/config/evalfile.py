@@ -26,7 +26,7 @@ from raglake.records import read_yaml_mapping
 EVAL_FILE = "raglake.yaml"  # looked for in the working folder when no -c FILE is given
 # RunSettings fields a file does not set: the target is `targets`, a run id names one run (an option), and the
 # extensions and provenance are made from the file itself
-NOT_IN_FILE = ("target", "run_id", "extensions", "config_file", "config_sha256")
+NOT_IN_FILE = ("target", "run_id", "extensions", "config_file", "config_sha256", "about")
 # keys whose values are paths, resolved against the eval file's folder (a URL is kept as it is)
 PATH_KEYS = ("golden", "labels", "lake", "results")
 
@@ -78,8 +78,11 @@ class _FileOnly(BaseModel):
 
 
 
-def _optional(info: FieldInfo) -> tuple[Any, FieldInfo]:
-    """A RunSettings field as an eval-file key: the same type and checks, absent when not given."""
+def _optional(name: str, info: FieldInfo) -> tuple[Any, FieldInfo]:
+    """A RunSettings field as an eval-file key: the same type and checks, absent when not given. Metric names
+    are checked once the file's own metrics are registered (raglake.config.front), each at its own line."""
+    if name == "metrics":
+        return Optional[list[str]], Field(None, description=info.description)
     copied = copy.copy(info)
     copied.default, copied.default_factory = None, None
     return Optional[info.annotation], copied
@@ -89,9 +92,9 @@ EvalFileModel: type[BaseModel] = create_model(
     "EvalFile",
     __base__=_FileOnly,
     __doc__="raglake's eval file (raglake.yaml): one evaluation, its targets, metrics, judge and checks.",
-    **{name: _optional(info) for name, info in RunSettings.model_fields.items() if name not in NOT_IN_FILE},
+    **{name: _optional(name, info) for name, info in RunSettings.model_fields.items() if name not in NOT_IN_FILE},
 )
-_EXTENSION_KEYS = ("plugins", "rubrics", "assertions")
+EXTENSION_KEYS = ("plugins", "rubrics", "assertions")
 
 
 @dataclass
@@ -113,7 +116,7 @@ class EvalFile:
 
     def extensions(self) -> Extensions:
         """Its plugins, rubrics and assertions (a rubric file read relative to the eval file)."""
-        given = {k: self.values[k] for k in _EXTENSION_KEYS if self.values.get(k) is not None}
+        given = {k: self.values[k] for k in EXTENSION_KEYS if self.values.get(k) is not None}
         return Extensions.model_validate(
             {"source": str(self.path), "base_dir": str(self.folder), **given}, context={"base_dir": str(self.folder)}
         )

@@ -14,16 +14,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from raglake.config.evalfile import EvalFile, EvalFileModel, find_eval_file, line_of, load_eval_file, resolve_paths
+from raglake.config.evalfile import (
+    EXTENSION_KEYS,
+    EvalFile,
+    EvalFileModel,
+    find_eval_file,
+    line_of,
+    load_eval_file,
+    resolve_paths,
+)
 from raglake.errors import ConfigError, InputError, did_you_mean
 from raglake.gate import GateRules, load_rules, unknown_metric
 from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import default_metrics, select_metrics
 from raglake.metrics.variants import metric_entry
 from raglake.pipeline.fields import leaf_fields, set_path
+from raglake.pipeline.judge_settings import JudgeSettings
 from raglake.pipeline.settings import DEFAULT_TARGET, RunSettings, describe
-
-_EXTENSION_KEYS = ("plugins", "rubrics", "assertions")
 
 
 @dataclass
@@ -60,32 +67,51 @@ def resolve(
     raglake.yaml in `folder`, the working folder by default, when `discover` and there is one). `overrides`:
     values by name (None: not given) that win over the file's."""
     file = _file(config, folder, discover)
-    values: dict[str, Any] = copy.deepcopy(file.values) if file else {}
     given = _overrides(overrides or {})
-    for path, value in given.items():
-        set_path(values, path, value)
-    if "target" in given:
-        values.pop("targets", None)
+    values = merged(file.values if file else {}, given)
     targets = values.pop("targets", None) or ([values.pop("target")] if values.get("target") else [DEFAULT_TARGET])
     values.pop("target", None)
+    about = {k: values.pop(k) for k in ("name", "description") if values.get(k) is not None}
+    values.pop("name", None), values.pop("description", None)
     gate = values.pop("gate", None)
     families = values.pop("families", None)
-    ext_values = {k: values.pop(k) for k in _EXTENSION_KEYS if values.get(k) is not None}
-    for key in _EXTENSION_KEYS:
+    ext_values = {k: values.pop(k) for k in EXTENSION_KEYS if values.get(k) is not None}
+    for key in EXTENSION_KEYS:
         values.pop(key, None)
     extensions = _extensions(file, ext_values)
     own = extensions.activate()
     _check_metric_names(values.get("metrics"), own, file, "metrics" in given)
-    if families:
+    if families and "metrics" not in given:  # metrics named by an option or the API: only those
         chosen = values.get("metrics") or []
         values["metrics"] = list(
             dict.fromkeys([*chosen, *(m.name for m in default_metrics(extra=own) if m.family in families)])
         )
     if values.get("run_id") and len(targets) > 1:
         raise ConfigError("--run-id names one run; give a single target with it")
-    provenance = {"config_file": str(file.path), "config_sha256": file.sha256} if file else {}
+    provenance = {"config_file": str(file.path), "config_sha256": file.sha256, "about": about or None} if file else {}
     runs = [_run(values, target, extensions, provenance, file, given) for target in targets]
     return Evaluation(runs, file, _checked_gate(gate, file) if gate is not None else None)
+
+
+def merged(values: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The eval file's values with the overrides (by field path) applied: whole objects first, then leaves, so a
+    leaf given beside its object wins; a judge given as `local` is `{local: true}`, an override's `judge.local`
+    (`--judge local`) replaces the file's judge, and a base_url given for the file's local judge makes it a remote
+    one; `target` and `targets` replace each other."""
+    out = copy.deepcopy(dict(values))
+    if "judge" in out:
+        out["judge"] = JudgeSettings.of(out["judge"])
+    for path, value in sorted(given.items(), key=lambda item: item[0].count(".")):
+        if path == "judge.local" and value:
+            out["judge"] = {"local": True}
+            continue
+        judge = out.get("judge")
+        if path == "judge.base_url" and isinstance(judge, dict) and judge.get("local"):
+            out["judge"] = {k: v for k, v in judge.items() if k != "local"}
+        set_path(out, path, JudgeSettings.of(value) if path == "judge" else value)
+        if path in ("target", "targets"):
+            out.pop("targets" if path == "target" else "target", None)
+    return out
 
 
 def _check_metric_names(names: Any, own: list[str], file: EvalFile | None, overridden: bool) -> None:
@@ -100,6 +126,8 @@ def _check_metric_names(names: Any, own: list[str], file: EvalFile | None, overr
 
 
 def _file(config: Any, folder: Any, discover: bool) -> EvalFile | None:
+    if config is not None and not isinstance(config, (str, Path, Mapping)):
+        raise ConfigError(f"config takes an eval file's path or its content as a mapping, got {type(config).__name__}")
     if isinstance(config, Mapping):
         return _mapping(config, Path(folder or Path.cwd()))
     path = find_eval_file(config, folder) if (config is not None or discover) else None
@@ -174,13 +202,10 @@ def settings_for(
     file = _file(config, None, True)
     values: dict[str, Any] = {}
     if file is not None:
-        values = {k: copy.deepcopy(file.values[k]) for k in keys if file.values.get(k) is not None}
+        values = {k: file.values[k] for k in keys if file.values.get(k) is not None}
+    values = merged(values, {path: v for path, v in overrides.items() if v is not None})
+    if file is not None:
         values["extensions"] = file.extensions()
-    given = {path: v for path, v in overrides.items() if v is not None}
-    if any(path == "judge" or path.startswith("judge.") for path in given):
-        values.pop("judge", None)  # the options name their own judge
-    for path, value in given.items():
-        set_path(values, path, value)
     try:
         return model(**values)
     except ValidationError as e:

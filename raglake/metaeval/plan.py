@@ -24,7 +24,7 @@ from raglake.metaeval.items import LABEL_KINDS, LabelledItem, read_items, write_
 from raglake.metaeval.sources import SOURCES, convert
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.extensions import Extensions
-from raglake.metrics.registry import Metric, select_metrics
+from raglake.metrics.registry import Metric
 from raglake.pipeline.fields import Cli
 from raglake.pipeline.judge_settings import JudgeField
 from raglake.pipeline.plan import PROJECT_ROOT, results_dir
@@ -212,7 +212,7 @@ def plan_metaeval(settings: MetaevalSettings) -> MetaevalPlan:
     groups = []
     for yardstick in dict.fromkeys(LABEL_KINDS[i.label_kind] for i in everything):
         chosen = [i for i in everything if LABEL_KINDS[i.label_kind] == yardstick]
-        candidates = select_metrics(settings.metrics, extra=settings.extensions.activate())
+        candidates = settings.extensions.select(settings.metrics)
         metrics = [m for m in candidates if yardstick in m.yardsticks]
         if not metrics:
             continue

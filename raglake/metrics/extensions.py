@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raglake.errors import ConfigError
 from raglake.metrics.assertions import AssertionSpec, register_assertions
 from raglake.metrics.plugins import load_entry_points, load_plugins
-from raglake.metrics.rubrics import RubricSpec, register_rubrics
+from raglake.metrics.registry import Metric, claim, select_metrics
+from raglake.metrics.rubrics import PASS_SUFFIX, RubricSpec, register_rubrics
 
 
 class Extensions(BaseModel):
@@ -28,11 +30,39 @@ class Extensions(BaseModel):
         return bool(self.plugins or self.rubrics or self.assertions)
 
     def activate(self) -> list[str]:
-        """Register every metric they define (again: the same definitions replace themselves) and the
-        installed packages' metrics; the names this eval file defines."""
+        """Register every metric they define (again: the same definitions replace themselves, and another eval
+        file's metric of the same name is replaced) and the installed packages' metrics; the names this eval
+        file defines. One name defined twice in this eval file is a ConfigError."""
         load_entry_points()
-        return [
-            *load_plugins(self.plugins, self.base_dir, self.source),
-            *register_rubrics(self.rubrics, self.source),
-            *register_assertions(self.assertions, self.source),
-        ]
+        taken = self._clash(set(self.rubrics_names()), set(self.assertions))
+        plugins = load_plugins(self.plugins, self.base_dir, self.source)
+        self._clash(set(plugins), taken)
+        rubrics, assertions = (
+            register_rubrics(self.rubrics, self.source),
+            register_assertions(self.assertions, self.source),
+        )
+        names = [*plugins, *rubrics, *assertions]
+        if self.source is not None:
+            claim(names, self.source)
+        return names
+
+    def rubrics_names(self) -> list[str]:
+        """The metrics the rubrics define: NAME, and NAME_pass for a rubric with a threshold."""
+        names = []
+        for name, spec in self.rubrics.items():
+            names += [name, name + PASS_SUFFIX] if spec.threshold is not None else [name]
+        return names
+
+    def select(self, names: list[str] | None, level: str = "case") -> list[Metric]:
+        """The metrics a job computes: those named (built-in, installed or this eval file's own), else the
+        built-in and installed ones and this eval file's own."""
+        return select_metrics(names, level, extra=self.activate())
+
+    def _clash(self, names: set[str], others: set[str]) -> set[str]:
+        both = sorted(names & others)
+        if both:
+            raise ConfigError(
+                f"{self.source or 'the eval file'}: metric {both[0]!r} is defined twice (a plugin, a rubric or an "
+                f"assertion of one eval file); rename one"
+            )
+        return names | others

@@ -266,13 +266,20 @@ def add_metric(metric: Metric) -> Metric:
             f"metric {metric.name!r} ({metric.source or metric.origin}) has the name of a built-in metric; "
             f"a user's metric may not shadow one: rename it"
         )
-    if earlier is not None and earlier.origin != metric.origin:
-        raise ConfigError(
-            f"metric {metric.name!r} is defined twice: by {earlier.source or earlier.origin} and by "
-            f"{metric.source or metric.origin}; rename one"
-        )
+    # another eval file's metric of that name (registered earlier in this process) is replaced: two definitions
+    # within one eval file are refused before anything registers (raglake.metrics.extensions)
     _REGISTRY[metric.name] = metric
+    _OWNER.pop(metric.name, None)  # whose it is, the eval file that registered it says (claim) after this
     return metric
+
+
+_OWNER: dict[str, str] = {}  # a user's metric registered by an eval file -> that eval file
+
+
+def claim(names: Collection[str], eval_file: str) -> None:
+    """These metrics are the eval file's own: another run (another eval file) may not compute them by name. A
+    metric registered outside any eval file (a notebook's @raglake.metric, --plugin) belongs to no file."""
+    _OWNER.update(dict.fromkeys(names, eval_file))
 
 
 def remove_metric(name: str) -> None:
@@ -282,6 +289,7 @@ def remove_metric(name: str) -> None:
     if metric is not None and metric.builtin:
         raise ValueError(f"metric {name!r} is a built-in metric; only a user's metric can be removed")
     _REGISTRY.pop(name, None)
+    _OWNER.pop(name, None)
 
 
 def all_metrics(level: str | None = None, family: str | None = None) -> list[Metric]:
@@ -322,11 +330,7 @@ def default_metrics(level: str = "case", extra: Collection[str] = ()) -> list[Me
     """What a run computes when it names no metrics: every built-in metric of the level, every metric of an
     installed package's entry point, and `extra` (the user's metrics, rubrics and assertions of the run's
     own eval file; another eval file's, registered earlier in this process, are not this run's)."""
-    return [
-        m
-        for m in all_metrics(level=level)
-        if m.origin in ("builtin", "entry_point") or m.name in extra
-    ]
+    return [m for m in all_metrics(level=level) if m.origin in ("builtin", "entry_point") or m.name in extra]
 
 
 def select_metrics(names: list[str] | None, level: str = "case", extra: Collection[str] = ()) -> list[Metric]:
@@ -334,6 +338,12 @@ def select_metrics(names: list[str] | None, level: str = "case", extra: Collecti
     if not names:
         return default_metrics(level, extra)
     chosen = [get_metric(n) for n in names]
+    foreign = next((m for m in chosen if m.name in _OWNER and m.name not in extra), None)
+    if foreign is not None:
+        raise ConfigError(
+            f"metric {foreign.name!r} belongs to the eval file {_OWNER[foreign.name]}, not to this run's: define it "
+            f"in the eval file you run (or name its plugin there)"
+        )
     wrong = [m.name for m in chosen if m.level != level]
     if wrong:
         raise UnknownNameError(f"{level}-level metric", wrong[0], [m.name for m in all_metrics(level)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from raglake.errors import ConfigError
@@ -36,9 +36,17 @@ def variant_name(base: str, params: Mapping[str, Any]) -> str:
 
 
 def _text(value: Any) -> str:
+    """A setting as its variant's name spells it: every digit of a float kept (repr), so two settings never
+    share a name (and a version)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+def deeper_than(metrics: Iterable[Metric], k: int) -> Metric | None:
+    """A variant asking for more retrieved chunks than a run with cut-off `k` asks its target for (its values
+    would be computed over too few chunks), or None."""
+    return next((m for m in metrics if isinstance(m.fn, VariantFunction) and m.fn.params.get("k", 0) > k), None)
 
 
 def _value(name: str, text: str, full: str) -> Any:

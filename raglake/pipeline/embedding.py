@@ -17,7 +17,7 @@ from raglake.embed.model import resolve_device
 from raglake.embed.texts import VectorTable, collect_texts
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
-from raglake.metrics.registry import Metric, select_metrics
+from raglake.metrics.registry import Metric
 from raglake.schemas import Capture, GoldenCase
 
 
@@ -65,7 +65,7 @@ def needs_embedder(metrics: Sequence[Metric]) -> bool:
     return any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in metrics)
 
 
-def load_embedder_early(metrics: list[str] | None, embedder: str | None, device: str) -> threading.Thread | None:
+def load_embedder_early(metrics: list[Metric], embedder: str | None, device: str) -> threading.Thread | None:
     """Start loading the embedder a run will use (importing torch and sentence-transformers, then the
     weights: seconds of CPU, then one small warm-up encode) in a daemon thread, when a selected metric
     embeds; the command line calls it before Prefect's server starts, so that the load overlaps the wait
@@ -73,7 +73,7 @@ def load_embedder_early(metrics: list[str] | None, embedder: str | None, device:
     load under way). A known failure (no such model or device, unreadable weights, torch failing on the
     device) is kept on the thread (`failure`), not raised here: the stage's own load raises it again, in
     context, with the run's error handling."""
-    if not needs_embedder(select_metrics(metrics)):
+    if not needs_embedder(metrics):
         return None
 
     def load() -> None:

@@ -19,9 +19,10 @@ def local_judge(
     announce: Callable[[str], None] | None = None,
     on_stop: Callable[[Callable[[], None]], contextlib.AbstractContextManager] | None = None,
 ) -> Iterator[JudgeSettings | None]:
-    """The judge to use: a remote one as given, or (judge.local) the local server's, started now and stopped
-    when the block ends. `on_stop(stop)`: a context that also calls `stop` on an interruption (the CLI's)."""
-    if judge is None or not judge.local:
+    """The judge to use: a remote one as given, or (judge.local) the local server's, started now (unless a caller
+    started it: it has an address) and stopped when the block ends. `on_stop(stop)`: a context that also calls
+    `stop` on an interruption (the CLI's)."""
+    if judge is None or not judge.local or judge.base_url:  # a remote judge, or the local one already started
         yield judge
         return
     if announce is not None:

@@ -34,6 +34,7 @@ from raglake.lake.tables import TABLES
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, metric_versions
 from raglake.metrics.rules import RULES_VERSION
+from raglake.metrics.variants import deeper_than
 from raglake.pipeline.embedding import EmbeddingSpec, embedding_device, needs_embedder, reference_idf
 from raglake.pipeline.inputs import load_inputs
 from raglake.pipeline.rows import RunRecord
@@ -238,6 +239,12 @@ def plan_run(settings: RunSettings) -> RunPlan:
     golden_set, the_target = load_inputs(settings, the_lake)
     input_seconds = time.perf_counter() - t0
     chosen = settings.chosen_metrics()
+    deep = deeper_than(chosen, config.k)
+    if deep is not None:
+        raise ConfigError(
+            f"metric {deep.name} looks deeper than the run's k = {config.k}, the number of chunks the run asks its "
+            f"target for: raise the run's k (a metric at its own k may only look shallower)"
+        )
     if settings.embedder is not None or any("vectors" in m.inputs or "token_embeddings" in m.inputs for m in chosen):
         resolve_embedder_path(settings.embedder)  # a bad --embedder fails here, before any work
     started = dt.datetime.now(dt.timezone.utc)

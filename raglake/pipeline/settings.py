@@ -27,7 +27,7 @@ from raglake.errors import ConfigError, did_you_mean
 from raglake.judge.config import JudgeConfig
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.extensions import Extensions
-from raglake.metrics.registry import Metric, select_metrics
+from raglake.metrics.registry import Metric
 from raglake.metrics.variants import metric_entry
 from raglake.pipeline.fields import Cli, leaf_fields, option_name
 from raglake.pipeline.judge_settings import JudgeField, SpotCheckSettings, _Settings
@@ -120,10 +120,12 @@ def _device(name: str) -> str:
         raise ValueError(str(e)) from None
 
 
-def _known_metrics(names: list[str] | None) -> list[str] | None:
-    """Built-in (and installed) metric names; a model with extensions checks its names after activating them."""
+def _known_metrics(names: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    """Metric names a settings model may hold: built-in, installed, or its own extensions' (the field
+    `extensions`, validated first, registered them)."""
+    extensions = info.data.get("extensions") or Extensions()
     try:
-        select_metrics(names)
+        extensions.select(names)
     except ConfigError as e:
         raise ValueError(str(e)) from None
     return names or None
@@ -134,6 +136,7 @@ RunnerSpecText = Annotated[str, AfterValidator(_runner)]
 DeviceName = Annotated[str, AfterValidator(_device)]
 Metrics = Annotated[
     list[str] | None,
+    AfterValidator(_known_metrics),
     Cli(short="-m"),
     Field(
         description="only these case-level metrics (names, comma-separated; NAME@k=10 is a metric at its own k or "
@@ -199,6 +202,9 @@ class RunSettings(_Settings):
         None, description="the eval file the run was made from (absolute path)"
     )
     config_sha256: Annotated[str | None, Cli(hidden=True)] = Field(None, description="sha256 of its bytes")
+    about: Annotated[dict[str, str] | None, Cli(hidden=True)] = Field(
+        None, description="the eval file's name and description of the evaluation (recorded with the run)"
+    )
 
     @field_validator("run_id")
     @classmethod
@@ -221,16 +227,6 @@ class RunSettings(_Settings):
     def _metric_entries(cls, value: Any) -> Any:
         return [metric_entry(v) for v in value] if isinstance(value, list) else value
 
-    @field_validator("metrics")
-    @classmethod
-    def _metrics(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        extensions = info.data.get("extensions") or Extensions()
-        try:
-            select_metrics(value, extra=extensions.activate())
-        except ConfigError as e:
-            raise ValueError(str(e)) from None
-        return value or None
-
     @model_validator(mode="after")
     def _checked(self) -> RunSettings:
         if self.spot_check is not None and self.judge is None:
@@ -239,7 +235,7 @@ class RunSettings(_Settings):
 
     def chosen_metrics(self) -> list[Metric]:
         """The metrics the run computes: those named, else the built-ins and the eval file's own."""
-        return select_metrics(self.metrics, extra=self.extensions.activate())
+        return self.extensions.select(self.metrics)
 
     def scoring_config(self) -> ScoringConfig:
         return self.scoring.config(self.k, self.require_snippets)

@@ -341,7 +341,8 @@ def find_scored(results: str, index: int, key: str) -> ScoredRef | None:
         digests = done.get("sha256") or {}
     except (ValueError, AttributeError):
         done, digests = {}, {}
-    if sorted(digests) != sorted(SCORED_TABLES):  # staged before the digests (or a damaged marker)
+    counts_ok = all(isinstance(done.get(n), int) for n in ("cases", "scores"))
+    if sorted(digests) != sorted(SCORED_TABLES) or not counts_ok:  # staged before the digests, or a damaged marker
         return None
     for name in SCORED_TABLES:
         if store.verified(f"{folder}/{name}.parquet", digests[name], "the batch is scored again") is None:
