@@ -30,9 +30,10 @@ def laughs(indent: str = "") -> str:
     return "".join(f"{indent}{line}\n" for line in LAUGHS)
 
 
-def quickly(load: Callable[[], object], seconds: float = 10.0) -> BaseException | None:
-    """What `load` raised (None: nothing), failing the test when it has not ended within `seconds` (the
-    thread is left behind: only a test that fails anyway leaves one)."""
+def quickly(load: Callable[[], object], seconds: float = 60.0) -> BaseException | None:
+    """What `load` raised (None: nothing), failing the test when it has not ended within `seconds`: a guard against
+    a hang (an unbounded alias expansion never ends), not a speed test; the bound is far above what a bounded
+    parse takes on a loaded machine (the thread is left behind: only a test that fails anyway leaves one)."""
     outcome: list[BaseException | None] = []
 
     def run() -> None:
