@@ -87,3 +87,34 @@ def test_a_torch_failure_in_the_early_load_is_kept_for_the_stage_to_raise(monkey
     thread = load_embedder_early([get_metric("semantic_similarity")], None, "cuda")
     thread.join(timeout=10)
     assert isinstance(thread.failure, RuntimeError) and "out of memory" in str(thread.failure)
+
+
+def test_a_command_that_stops_on_an_error_waits_for_the_early_load(monkeypatch) -> None:
+    """An error before the run (Prefect's API does not answer) ended the process while the early load was inside
+    torch's native start-up: SIGABRT ('terminate called without an active exception') instead of exit status 2.
+    The command's exit now waits for the load."""
+    import threading
+
+    import typer
+
+    from raglake import cli
+    from raglake.errors import ConfigError
+
+    release = threading.Event()
+
+    class Slow:
+        key = "stub@0"
+
+        def load(self, *, warm: bool = False) -> None:
+            release.wait(30)
+
+    monkeypatch.setattr(embedding_module, "get_embedder", lambda name, device: Slow())
+    monkeypatch.setattr(cli, "app", lambda: (_ for _ in ()).throw(ConfigError("the API does not answer")))
+    monkeypatch.setattr(cli.typer.rich_utils, "MAX_WIDTH", 100)
+    thread = load_embedder_early([get_metric("semantic_similarity")], None, "cpu")
+    threading.Timer(0.5, release.set).start()
+    try:
+        cli.main()
+    except (SystemExit, typer.Exit) as e:
+        assert getattr(e, "code", None) == 2
+    assert not thread.is_alive()  # main waited for the load before the process could exit

@@ -11,6 +11,7 @@ from raglake.cli import config, jobs, maintenance, metaeval, queries, render, re
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
 from raglake.embed.encoders import ENCODERS
 from raglake.errors import RaglakeError
+from raglake.pipeline.embedding import settle_early_loads
 from raglake.pipeline.judging import JUDGE_RUNS
 
 
@@ -28,5 +29,6 @@ def main() -> None:
             print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     finally:  # the command is over: the loaded models and any judge session go with it
+        settle_early_loads()
         ENCODERS.clear()
         JUDGE_RUNS.clear()

@@ -86,7 +86,19 @@ def load_embedder_early(metrics: list[Metric], embedder: str | None, device: str
 
     thread = threading.Thread(target=load, name="raglake-embedder-load", daemon=True)
     thread.start()
+    _EARLY_LOADS.append(thread)
     return thread
+
+
+_EARLY_LOADS: list[threading.Thread] = []
+
+
+def settle_early_loads(timeout_s: float = 120.0) -> None:
+    """Wait for the loads load_embedder_early started (a command that stops early, on an error before its run):
+    a process that exits while a thread is inside torch's native start-up aborts ('terminate called without an
+    active exception', SIGABRT) instead of exiting with its one-line error."""
+    while _EARLY_LOADS:
+        _EARLY_LOADS.pop().join(timeout_s)
 
 
 def embedding_device(metrics: Sequence[Metric], device: str) -> str | None:
