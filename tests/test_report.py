@@ -10,10 +10,7 @@ import datetime as dt
 import hashlib
 import html
 import json
-import os
 import re
-import shutil
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -37,6 +34,7 @@ from raglake.report.charts import BAR, BASELINE
 from raglake.report.data import gather
 from raglake.report.format import number, rounded
 from raglake.report.html import num
+from tests.browserkit import NEEDS_CHROMIUM, chromium
 from tests.conftest import ROOT
 from tests.judgekit import ScriptedGateway, canned, judge_outcomes
 from tests.lakekit import land
@@ -458,60 +456,32 @@ def test_artifacts_show_the_means_the_report_shows(built):
 
 # --- in a real browser ---------------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 
-
-@pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER),
-    reason="headless test needs the Debian packages chromium and chromium-driver (.ci/run installs them)",
-)
+@NEEDS_CHROMIUM
 def test_chromium_draws_every_chart_offline(built, tmp_path):
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the dev extra")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--window-size=1280,2000",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    # Chromium makes its singleton folder in $TMPDIR, outside any --user-data-dir: one of its own here, removed
-    # afterwards, not /tmp. A short path: the folder holds a Unix socket (108 bytes at most), and the tmp_path
-    # of an xdist worker is too long for it (Chromium then exits at start).
-    with tempfile.TemporaryDirectory(prefix="raglake-chromium-") as chromium_tmp:
-        service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": chromium_tmp})
-        driver = webdriver.Chrome(service=service, options=options)
-        try:
-            url = built.reports["compare"].resolve().as_uri()
-            driver.get(url)
-            shot = tmp_path / "report.png"
-            assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
-            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-            charts = driver.execute_script("""
-                document.querySelectorAll('details').forEach(d => d.open = true);  // the folded breakdowns too
-                return Array.from(document.querySelectorAll('figure.chart svg')).map(svg => {
-                    const box = svg.getBoundingClientRect();
-                    return {w: box.width, h: box.height, drawn: svg.querySelectorAll('path, rect, use').length,
-                            texts: svg.querySelectorAll('text').length};
-                });""")
-            assert len(charts) >= 8
-            # the verdict is on the first screen, above the cases that got worse and the breakdowns
-            tops = driver.execute_script(
-                "return ['comparison', 'worsened', 'breakdown'].map(id => document.getElementById(id).offsetTop);"
-            )
-            assert tops[0] < 400 and tops == sorted(tops), tops
-            for chart in charts:
-                assert chart["w"] > 100 and chart["h"] > 50 and chart["drawn"] > 10 and chart["texts"] > 3, chart
-            severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-            assert not severe, severe
-            requests = [json.loads(e["message"])["message"] for e in driver.get_log("performance")]
-            urls = [m["params"]["request"]["url"] for m in requests if m["method"] == "Network.requestWillBeSent"]
-            assert urls and set(urls) == {url}, urls
-        finally:
-            driver.quit()
+    with chromium("1280,2000") as driver:
+        url = built.reports["compare"].resolve().as_uri()
+        driver.get(url)
+        shot = tmp_path / "report.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        charts = driver.execute_script("""
+            document.querySelectorAll('details').forEach(d => d.open = true);  // the folded breakdowns too
+            return Array.from(document.querySelectorAll('figure.chart svg')).map(svg => {
+                const box = svg.getBoundingClientRect();
+                return {w: box.width, h: box.height, drawn: svg.querySelectorAll('path, rect, use').length,
+                        texts: svg.querySelectorAll('text').length};
+            });""")
+        assert len(charts) >= 8
+        # the verdict is on the first screen, above the cases that got worse and the breakdowns
+        tops = driver.execute_script(
+            "return ['comparison', 'worsened', 'breakdown'].map(id => document.getElementById(id).offsetTop);"
+        )
+        assert tops[0] < 400 and tops == sorted(tops), tops
+        for chart in charts:
+            assert chart["w"] > 100 and chart["h"] > 50 and chart["drawn"] > 10 and chart["texts"] > 3, chart
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert not severe, severe
+        requests = [json.loads(e["message"])["message"] for e in driver.get_log("performance")]
+        urls = [m["params"]["request"]["url"] for m in requests if m["method"] == "Network.requestWillBeSent"]
+        assert urls and set(urls) == {url}, urls

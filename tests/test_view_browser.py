@@ -9,28 +9,22 @@ import json
 import os
 import queue
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.browserkit import NEEDS_CHROMIUM, chromium
 from tests.conftest import ROOT
 from tests.viewkit import REASONING, ViewLake, build_view_lake
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 ADDRESS = re.compile(r"on (http://127\.0\.0\.1:\d+)/")
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER),
-    reason="headless test needs the Debian packages chromium and chromium-driver (.ci/run installs them)",
-)
+pytestmark = NEEDS_CHROMIUM
 
 
 @pytest.fixture(scope="module")
@@ -76,28 +70,8 @@ def served(view_lake: ViewLake) -> Iterator[str]:
 
 @pytest.fixture
 def driver() -> Iterator:
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the dev extra")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--window-size=1400,1800",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    # Chromium's singleton folder goes to $TMPDIR: a short folder of its own (it holds a Unix socket), removed after
-    with tempfile.TemporaryDirectory(prefix="raglake-chromium-") as chromium_tmp:
-        service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": chromium_tmp})
-        browser = webdriver.Chrome(service=service, options=options)
-        try:
-            yield browser
-        finally:
-            browser.quit()
+    with chromium("1400,1800") as browser:
+        yield browser
 
 
 def _text(driver, css: str) -> str:
