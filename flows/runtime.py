@@ -2,37 +2,41 @@
 server that does not start is a clear error before any work, not a traceback from inside the flow) and
 stopped on demand (an interrupted run must not leave it behind).
 
-The temporary server is the one Prefect's own ephemeral mode starts (`uvicorn` on Prefect's
-`create_app` factory, UI off, ephemeral services only, in a child process), launched here rather than
-through `prefect.server.api.server.SubprocessASGIServer`: importing that module loads the whole server
-(FastAPI, SQLAlchemy, every API route) into this process, ~2-4 s of CPU a run for a server that runs in
-the child anyway. Prefect in this process then learns the server's URL as PREFECT_API_URL."""
+The temporary server is the one Prefect's own ephemeral mode starts, launched by raglake.prefect_server
+rather than through `prefect.server.api.server.SubprocessASGIServer`: importing that module loads the
+whole server (FastAPI, SQLAlchemy, every API route) into this process, ~2-4 s of CPU a run for a server
+that runs in the child anyway; and raglake launches it early, before this module is imported. Prefect in
+this process then learns the server's URL as PREFECT_API_URL. Prefect's engines, which the first flow
+would import, are imported with this module (while the server starts)."""
 
 from __future__ import annotations
 
 import atexit
 import logging
 import os
-import socket
-import subprocess
-import sys
 import threading
-import time
-from pathlib import Path
 
 import httpx
 import prefect
+import prefect.flow_engine  # noqa: F401  (imported by the first flow call otherwise: ~0.3 s on its path)
+import prefect.task_engine  # noqa: F401
 from prefect.client.orchestration import get_client
-from prefect.context import refresh_global_settings_context
+from prefect.context import SettingsContext, refresh_global_settings_context
 from prefect.logging.handlers import PrefectConsoleHandler
-from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
+from prefect.settings import (
+    PREFECT_API_URL,
+    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    Settings,
+    get_current_settings,
+)
 
+from raglake import prefect_server
 from raglake.errors import ConfigError, RaglakeError
 from raglake.prefect_settings import startup_hint
 
-_API_URL = "PREFECT_API_URL"
+_API_URL = prefect_server.API_URL
 _lock = threading.Lock()
-_server: dict[str, object] = {}  # "process": the running server, "url": its API URL
+_server: dict[str, object] = {}  # "launch": the running server (prefect_server.Launch), "url": its API URL
 
 
 class _ClearErrors(logging.Filter):
@@ -66,92 +70,71 @@ def quiet_clear_errors() -> None:
 
 def start_api() -> str:
     """The Prefect API the flows will use: PREFECT_API_URL when set (it must answer), else a temporary
-    (ephemeral) server, started now and named as PREFECT_API_URL for this process and its children.
-    Prefect's console output of a run that fails with a raglake error is left to raglake (_ClearErrors)."""
+    (ephemeral) server: the one raglake.prefect_server launched early when Prefect's settings here match
+    the ones it started with, else one started now; named as PREFECT_API_URL for this process and its
+    children. Flows on the temporary server send no heartbeats (see _without_heartbeats). Prefect's console
+    output of a run that fails with a raglake error is left to raglake (_ClearErrors)."""
     quiet_clear_errors()
     with _lock:
         if "url" in _server:
+            _without_heartbeats()
             return str(_server["url"])
+        early = prefect_server.take_early()
         if url := PREFECT_API_URL.value():
+            if early:
+                early[0].stop()
             _check_api(url)
             return url
         timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        launch = early[0] if early and _same_settings(early[1]) else None
+        if early and launch is None:
+            early[0].stop()
         try:
-            process, url = _launch(timeout)
-        except (RuntimeError, httpx.HTTPError) as e:
-            reason = str(e).strip().splitlines()[0][:300]
+            launch = launch or prefect_server.Launch(_server_env(), timeout)
+            url = launch.wait()
+        except (RuntimeError, OSError, httpx.HTTPError) as e:
+            reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             raise ConfigError(f"{startup_hint(timeout)} (Prefect said: {reason})") from None
-        _server.update(process=process, url=url)
+        _server.update(launch=launch, url=url)
         os.environ[_API_URL] = url
         refresh_global_settings_context()
+        _without_heartbeats()
         atexit.register(stop_api)
         return url
 
 
-def _launch(timeout: float) -> tuple[subprocess.Popen, str]:
-    """Prefect's ephemeral server on a free loopback port, once its health check answers."""
-    deadline = time.monotonic() + timeout
-    while True:
-        port = _free_port()
-        process = subprocess.Popen(_server_command(port), env=_server_env())
-        url = f"http://127.0.0.1:{port}/api"
-        try:
-            if _wait_healthy(process, url, deadline):
-                return process, url
-        except BaseException:
-            _terminate(process)
-            raise
-        if process.returncode != 3:  # 3: the port was taken in the meantime; try another
-            raise RuntimeError(f"Ephemeral server process exited with code {process.returncode} while starting.")
-
-
-def _server_command(port: int) -> list[str]:
-    """The command Prefect's ephemeral mode runs (prefect.server.api.server.SubprocessASGIServer)."""
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--app-dir",
-        str(Path(prefect.__file__).parent.parent),
-        "--factory",
-        "prefect.server.api.server:create_app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "error",
-        "--lifespan",
-        "on",
-    ]
+def _same_settings(launched_with: dict[str, str]) -> bool:
+    """Whether a server launched early read the settings Prefect holds here now: the same PREFECT_*
+    variables, and no setting made in this process only (what a child could not have seen)."""
+    if prefect_server.prefect_environment() != launched_with:
+        return False
+    here = get_current_settings().to_environment_variables(exclude_unset=True)
+    return here == Settings().to_environment_variables(exclude_unset=True)
 
 
 def _server_env() -> dict[str, str]:
     """This process's environment and Prefect settings (profile included), as Prefect hands them to
     its ephemeral server."""
-    ephemeral = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
-    return {**os.environ, **ephemeral, **get_current_settings().to_environment_variables(exclude_unset=True)}
+    env = {**os.environ, **prefect_server.EPHEMERAL}
+    return {**env, **get_current_settings().to_environment_variables(exclude_unset=True)}
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(process: subprocess.Popen, url: str, deadline: float) -> bool:
-    """True once `url`/health answers 200; False if the server exited first; RuntimeError at the deadline."""
-    with httpx.Client() as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                return False
-            try:
-                if client.get(f"{url}/health", timeout=5).status_code == 200:
-                    return True
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-    raise RuntimeError("Timed out while attempting to connect to ephemeral Prefect API server.")
+def _without_heartbeats() -> None:
+    """No flow-run heartbeats on raglake's temporary server, unless the user asked for them: they tell a
+    lasting server that a run's process died, and the temporary server dies with the process. Prefect's
+    heartbeat thread sleeps in 1 s steps and is joined when a flow ends: ~0.5 s (up to 1 s) of every
+    flow. Prefect offers no setting to switch them off (PREFECT_FLOWS_HEARTBEAT_FREQUENCY is >= 30 s), so
+    the global settings are copied with `flows.heartbeat_frequency` None, which Prefect reads as "none"."""
+    if "PREFECT_FLOWS_HEARTBEAT_FREQUENCY" in prefect_server.prefect_environment():
+        return
+    current = prefect.context.GLOBAL_SETTINGS_CONTEXT
+    settings = current.settings
+    if settings.flows.heartbeat_frequency is None:
+        return
+    flows = settings.flows.model_copy(update={"heartbeat_frequency": None})
+    prefect.context.GLOBAL_SETTINGS_CONTEXT = SettingsContext(
+        profile=current.profile, settings=settings.model_copy(update={"flows": flows})
+    )
 
 
 def _check_api(url: str) -> None:
@@ -169,22 +152,13 @@ def _check_api(url: str) -> None:
         )
 
 
-def _terminate(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def stop_api() -> None:
     """Stop the temporary server if this process started one (a no-op otherwise); PREFECT_API_URL is
     then unset again, so that a later start_api() starts a fresh one."""
-    process, url = _server.pop("process", None), _server.pop("url", None)
-    if process is None:
+    launch, url = _server.pop("launch", None), _server.pop("url", None)
+    if launch is None:
         return
-    _terminate(process)  # type: ignore[arg-type]
+    launch.stop()  # type: ignore[attr-defined]
     if os.environ.get(_API_URL) == url:
         del os.environ[_API_URL]
         refresh_global_settings_context()

@@ -1,6 +1,8 @@
 """`raglake.evaluate(...)`: one evaluation from Python, through the same front door (raglake.config.front:
 eval file + overrides -> RunSettings), plan, `evaluate` flow, checks and Prefect settings as `raglake run`,
-returning a Result."""
+returning a Result. This module does not import Prefect: Prefect's temporary server is launched once the
+inputs are checked (raglake.prefect_server), and raglake.api.flowrun, which imports Prefect and the flows,
+is imported while it starts."""
 
 from __future__ import annotations
 
@@ -11,19 +13,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from raglake import prefect_settings, progress
+from raglake import prefect_server, prefect_settings
 from raglake.api.inputs import inputs_for
 from raglake.api.result import Result
 from raglake.config.front import resolve
 from raglake.errors import ConfigError
-from raglake.flows import runtime
-from raglake.flows.evaluate import evaluate as evaluate_flow
 from raglake.lake.checks import check_lake_root
 from raglake.pipeline.embedding import load_embedder_early
-from raglake.pipeline.local_judge import local_judge
-from raglake.pipeline.plan import RunPlan, plan_run, planned
+from raglake.pipeline.plan import RunPlan, plan_run
 from raglake.pipeline.settings import JudgeSettings
 
 _session: dict[str, str] = {}
@@ -106,12 +103,14 @@ def _plans(config: Any, overrides: dict[str, Any], *, rows_without_answers: bool
 
 
 def _run(plans: list[RunPlan], show_progress: bool) -> list[str]:
-    """The `evaluate` flow of each plan on Prefect's API (started first: a clear error when it cannot start);
-    the embedder loads meanwhile (raglake.pipeline.embedding.load_embedder_early)."""
-    for p in plans:
-        load_embedder_early(p.metrics, p.embedder, p.device)
-    runtime.start_api()
-    with local_judge(plans[0].settings.judge) as judge, progress.reporting(Console(stderr=True), show_progress):
-        ready = [p.with_judge(judge) if p.settings.judge is not None else p for p in plans]
-        with planned(*ready):
-            return [evaluate_flow(p.settings) for p in ready]
+    """The `evaluate` flow of each plan (raglake.api.flowrun); Prefect's temporary server and the embedder
+    start first, in the background, while Prefect and the flows are imported (issue 29's cold start)."""
+    prefect_server.launch_early()
+    try:
+        for p in plans:
+            load_embedder_early(p.metrics, p.embedder, p.device)
+        from raglake.api import flowrun  # here: importing Prefect and the flows overlaps the server's start
+
+        return flowrun.run_plans(plans, show_progress)
+    finally:
+        prefect_server.discard_early()  # a launch start_api did not adopt (an error before it)

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from raglake import prefect_settings
+from raglake import prefect_server, prefect_settings
 from raglake.analysis import LakeQueries
 from raglake.cli import options as opt
 from raglake.cli import render
@@ -60,9 +60,13 @@ def run(
     evaluation = resolve(config, overrides)
     # every input checked (once) before the first run: a typo never starts Prefect
     plans = [plan_run(s) for s in evaluation.runs]
-    from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
+    prefect_server.launch_early()  # Prefect's temporary server starts while Prefect and the flows are imported
+    try:
+        from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
 
-    run_ids = flowrun.evaluate_plans(plans, quiet=quiet)
+        run_ids = flowrun.evaluate_plans(plans, quiet=quiet)
+    finally:
+        prefect_server.discard_early()  # a launch start_api did not adopt (an error before it)
     # opened after the runs: a lake connection sees the runs committed before it
     print_runs(open_lake(plans[0].lake), run_ids)
 
