@@ -1,3 +1,3 @@
-from raglake.cli import main
+from raglake.cli import console
 
-main()
+console()
