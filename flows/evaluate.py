@@ -4,6 +4,7 @@ judge (when a judge is configured) → score in batches → land."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import time
 
@@ -84,7 +85,8 @@ def _evaluate(settings: RunSettings) -> str:
     land(plan.lake.url, record, stage.scored, run_values, plan.scoring_id, quote(coverage))
     failed = sum(c.failed for c in captures)
     log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, stage.n_scores, failed)
-    log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
+    if log.isEnabledFor(logging.INFO):  # a lake query (~0.1 s) for a line only --verbose shows
+        log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
     publish_summary(plan.lake.url, plan.run_id)
     return plan.run_id
 
@@ -113,13 +115,14 @@ def publish_summary(lake_url: str, run_id: str) -> None:
     and golden set, when there is one) and a table of the headline metrics with n and 95% CIs."""
     q = open_lake(lake_url)
     key = re.sub(r"[^a-z0-9-]", "-", q.target_name(run_id).lower())[:40].strip("-") or "run"
+    table = summary_table(q, run_id)
     create_markdown_artifact(
-        summary_markdown(q, run_id, q.previous_run(run_id)),
+        summary_markdown(q, run_id, q.previous_run(run_id), table=table),
         key=f"raglake-summary-{key}",
         description=f"raglake run {run_id}",
     )
     create_table_artifact(
-        summary_table(q, run_id),
+        table,
         key=f"raglake-headline-{key}",
         description=f"headline metrics of run {run_id}: n, mean, 95% CI",
     )

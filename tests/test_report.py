@@ -387,6 +387,8 @@ def test_artifact_summaries(built):
     )
     markup = summary_markdown(q, "r-markup", n_boot=200)
     assert "`correctness` ↑ | judge | 2 |" in markup
+    # the flow hands over the table it computed for the table artifact: the same Markdown
+    assert summary_markdown(q, "r-basic", "r-local", n_boot=200, table=table) == text
     figures = next(line for line in text.splitlines() if line.startswith("**Run figures:**"))  # run-level headline
     assert "error_rate" in figures and "latency_p95_ms" in figures and "judge_ledger_hits" not in figures
 

@@ -43,9 +43,17 @@ def summary_table(q: LakeQueries, run_id: str, *, n_boot: int = 1000) -> list[di
     ]
 
 
-def summary_markdown(q: LakeQueries, run_id: str, against: str | None = None, *, n_boot: int = 1000) -> str:
+def summary_markdown(
+    q: LakeQueries,
+    run_id: str,
+    against: str | None = None,
+    *,
+    n_boot: int = 1000,
+    table: list[dict[str, Any]] | None = None,
+) -> str:
     """A run in Markdown: what ran, its headline metrics with 95% CIs, its latency and failure rates,
-    and with `against` the overall comparison with that baseline plus the slices that regressed."""
+    and with `against` the overall comparison with that baseline plus the slices that regressed.
+    `table`: the run's summary_table when the caller has it already (its bootstrap is not run twice)."""
     info = run_info(q, run_id)
     lines = [
         f"# raglake run `{run_id}` · {_md(info['target_name'])}",
@@ -59,7 +67,7 @@ def summary_markdown(q: LakeQueries, run_id: str, against: str | None = None, *,
         "| metric | family | n | mean | 95% CI | not scored |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for r in summary_table(q, run_id, n_boot=n_boot):
+    for r in summary_table(q, run_id, n_boot=n_boot) if table is None else table:
         arrow = "" if r["higher_is_better"] is None else (" ↑" if r["higher_is_better"] else " ↓")
         lines.append(
             f"| `{r['metric']}`{arrow} | {r['family']} | {r['n']} | {_md(r['mean'])} | "
