@@ -8,7 +8,7 @@ import logging
 import re
 import time
 
-from prefect import flow, get_run_logger, task, unmapped
+from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -27,11 +27,18 @@ from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.settings import RunSettings
 from raglake.pipeline.staging import BatchRef
 from raglake.report.artifacts import summary_markdown, summary_table
+from raglake.tasks import engine
 from raglake.tasks.capture import capture_batch
 from raglake.tasks.land import land
 
+FLOW_THREADS = 4  # the flow's task runner's threads (captures of several batches at once)
 
-@flow(name="evaluate", flow_run_name=names.evaluate_run_name, task_runner=ThreadPoolTaskRunner(max_workers=4))
+
+@flow(
+    name="evaluate",
+    flow_run_name=names.evaluate_run_name,
+    task_runner=ThreadPoolTaskRunner(max_workers=FLOW_THREADS),
+)
 def evaluate(settings: RunSettings) -> str:
     """Evaluate one target on one golden set and land the run; returns the run id.
 
@@ -41,8 +48,15 @@ def evaluate(settings: RunSettings) -> str:
         return _evaluate(settings if judge is settings.judge else settings.model_copy(update={"judge": judge}))
 
 
+def evaluate_in_process(settings: RunSettings) -> str:
+    """The `evaluate` flow's body with its tasks run in this process (raglake.tasks.engine): the same tasks,
+    content keys and lake rows, without a Prefect API, flow run or artifacts."""
+    with engine.in_process(FLOW_THREADS):
+        return evaluate.fn(settings)
+
+
 def _evaluate(settings: RunSettings) -> str:
-    log = get_run_logger()
+    log = engine.run_logger()
     t0 = time.perf_counter()
     plan = plan_for(settings)  # the caller's plan of this run (inputs checked once), else planned here
     if plan.settings.judge != settings.judge:  # the local judge, started by this flow after the caller planned
@@ -62,8 +76,8 @@ def _evaluate(settings: RunSettings) -> str:
 
     journal = journal_path(plan.lake, plan.run_id)
     progress.start("captures", len(cases), "cases")
-    captured = capture_batch.map(unmapped(quote(plan.target)), batches, unmapped(plan.run_id), unmapped(journal))
-    batches = list(captured.result())
+    target = quote(plan.target)
+    batches = engine.map(capture_batch, "batch", batches, target=target, run_id=plan.run_id, journal=journal)
     t_captured = time.perf_counter()
 
     # the spot-check's sample is drawn by the judge stage among cases that can give a pair
@@ -82,12 +96,13 @@ def _evaluate(settings: RunSettings) -> str:
         judge=stage.judged,
         captures_reused=sum(b.n for b in batches if b.reused),
     )
-    land(plan.lake.url, record, stage.scored, run_values, plan.scoring_id, quote(coverage))
+    engine.call(land, plan.lake.url, record, stage.scored, run_values, plan.scoring_id, quote(coverage))
     failed = sum(c.failed for c in captures)
     log.info("landed run %s: %d score rows, %d failed capture(s)", plan.run_id, stage.n_scores, failed)
     if log.isEnabledFor(logging.INFO):  # a lake query (~0.1 s) for a line only --verbose shows
         log.info("headline (mean over ok cases): %s", summarize(plan.lake, plan.run_id))
-    publish_summary(plan.lake.url, plan.run_id)
+    if not engine.running_in_process():  # artifacts belong to a flow run
+        engine.call(publish_summary, plan.lake.url, plan.run_id)
     return plan.run_id
 
 

@@ -22,6 +22,7 @@ from raglake.pipeline.plan import embedding_spec
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.staging import BatchRef, ScoredRef
 from raglake.schemas import GoldenCase
+from raglake.tasks import engine
 from raglake.tasks.embed import embed_texts
 from raglake.tasks.judge import JudgeWork, judge_cases
 from raglake.tasks.score import ScoreSettings, map_scoring, score_cases
@@ -66,7 +67,7 @@ def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
     embedding = embedding_spec(work.metrics, work.embedder, work.lake_url, work.config, work.cases, work.device)
     stats = None
     if embedding is not None:  # every distinct text once, before the batches read them
-        stats = embed_texts(quote(embedding), work.batches, work.config.k, [m.name for m in work.metrics])
+        stats = engine.call(embed_texts, quote(embedding), work.batches, work.config.k, [m.name for m in work.metrics])
     t_embedded = time.perf_counter()
 
     versions = metric_versions(work.metrics)
@@ -76,7 +77,7 @@ def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
             versions, work.config, work.judge, work.lake_url, work.run_id, embedding, work.spot_check, work.spot_sample
         )
         try:
-            batches, judge_stats = judge_cases(quote(judge_work), batches)
+            batches, judge_stats = engine.call(judge_cases, quote(judge_work), batches)
             judged = JudgeSummary({}, judge_stats)
         finally:  # the run's judging is done: its ledger flushed, its budget freed
             JUDGE_RUNS.close(work.lake_url, work.run_id)

@@ -102,7 +102,7 @@ def launch_early() -> None:
     """Start the temporary server now, in the background, unless an API is configured (or may be: see the
     module docstring) or one was launched already. raglake.flows.runtime.start_api adopts it or stops it;
     its start-up time-out is Prefect's (raglake.prefect_settings puts it in the environment)."""
-    if "launch" in _early or not _may_launch():
+    if "launch" in _early or not no_api_configured():
         return
     try:
         timeout = float(os.environ.get(STARTUP_TIMEOUT, "120"))
@@ -132,7 +132,7 @@ def prefect_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("PREFECT_")}
 
 
-def _may_launch() -> bool:
+def no_api_configured() -> bool:
     """False where an API may be configured: the environment, Prefect's settings in this process (a test
     harness sets them without the environment), the active profile, or the working folder's own settings."""
     if os.environ.get(API_URL):

@@ -21,6 +21,7 @@ from raglake.pipeline.plan import score_key, scoring_token
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.scoring import score_columnar
 from raglake.pipeline.staging import BatchRef, ScoredRef, find_scored, stage_scored
+from raglake.tasks import engine
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def _bounded(task: Any, batches: list[BatchRef], settings: Any, in_flight: int) 
     for batch in batches:
         if len(pending) >= in_flight:
             done.append(pending.popleft().result())
-        pending.append(task.submit(batch, settings))
+        pending.append(engine.submit(task, batch, settings))
     done.extend(future.result() for future in pending)
     return done
 

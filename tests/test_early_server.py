@@ -116,7 +116,7 @@ def test_no_launch_where_an_api_may_be_configured(where: str, tmp_path: Path, mo
         (tmp_path / "pyproject.toml").write_text('[tool.prefect.api]\nurl = "http://127.0.0.1:4200/api"\n')
     else:
         (tmp_path / ".env").write_text("PREFECT_API_URL=http://127.0.0.1:4200/api\n")
-    assert not prefect_server._may_launch()
+    assert not prefect_server.no_api_configured()
 
 
 def test_a_launch_goes_ahead_where_nothing_is_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,7 +130,7 @@ def test_a_launch_goes_ahead_where_nothing_is_configured(tmp_path: Path, monkeyp
     profile = 'active = "local"\n[profiles.local]\nPREFECT_LOGGING_LEVEL = "INFO"\n'
     (tmp_path / "home" / "profiles.toml").write_text(profile)
     monkeypatch.delitem(sys.modules, "prefect.settings", raising=False)
-    assert prefect_server._may_launch()
+    assert prefect_server.no_api_configured()
 
 
 def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:

@@ -50,8 +50,9 @@ def _closed_port() -> int:
 def test_a_temporary_prefect_server_that_does_not_start_is_a_clear_error(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     env = _clean_env(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="1", COLUMNS="400")
+    args = ["run", "--golden", GOLDEN, "--target", TARGET, "--lake", str(lake), "--orchestration", "prefect"]
     done = subprocess.run(
-        [sys.executable, "-m", "raglake", "run", "--golden", GOLDEN, "--target", TARGET, "--lake", str(lake)],
+        [sys.executable, "-m", "raglake", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

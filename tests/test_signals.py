@@ -114,6 +114,9 @@ def test_sigterm_while_the_judge_hangs_ends_the_run_and_the_same_run_id_finishes
             "fake",
             "--judge-timeout",
             "300",
+            "--orchestration",
+            "prefect",  # a flow run on a temporary server, which SIGTERM must stop (the local judge's test below
+            # runs in process, as `auto` chooses for a small run without an API)
             "--quiet",
         ]
         process = _start(args, env)

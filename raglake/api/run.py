@@ -20,6 +20,7 @@ from raglake.config.front import resolve
 from raglake.errors import ConfigError
 from raglake.lake.checks import check_lake_root
 from raglake.pipeline.embedding import load_embedder_early
+from raglake.pipeline.orchestration import needs_prefect
 from raglake.pipeline.plan import RunPlan, plan_run
 from raglake.pipeline.settings import JudgeSettings
 
@@ -105,7 +106,8 @@ def _plans(config: Any, overrides: dict[str, Any], *, rows_without_answers: bool
 def _run(plans: list[RunPlan], show_progress: bool) -> list[str]:
     """The `evaluate` flow of each plan (raglake.api.flowrun); Prefect's temporary server and the embedder
     start first, in the background, while Prefect and the flows are imported (issue 29's cold start)."""
-    prefect_server.launch_early()
+    if needs_prefect(plans):
+        prefect_server.launch_early()
     try:
         for p in plans:
             load_embedder_early(p.metrics, p.embedder, p.device)

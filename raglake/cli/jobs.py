@@ -26,6 +26,7 @@ from raglake.gate import evaluate_gate, failing_rows, gate_verdicts
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import needs_embedder
 from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.orchestration import needs_prefect
 from raglake.pipeline.plan import plan_run
 from raglake.pipeline.rescore import (
     estimate_judge_calls,
@@ -60,7 +61,8 @@ def run(
     evaluation = resolve(config, overrides)
     # every input checked (once) before the first run: a typo never starts Prefect
     plans = [plan_run(s) for s in evaluation.runs]
-    prefect_server.launch_early()  # Prefect's temporary server starts while Prefect and the flows are imported
+    if needs_prefect(plans):  # Prefect's temporary server starts while Prefect and the flows are imported
+        prefect_server.launch_early()
     try:
         from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
 

@@ -9,7 +9,7 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -133,6 +133,8 @@ def _known_metrics(names: list[str] | None, info: ValidationInfo) -> list[str] |
 
 MetricNames = Annotated[list[str] | None, AfterValidator(_known_metrics)]
 RunnerSpecText = Annotated[str, AfterValidator(_runner)]
+Orchestration = Literal["auto", "prefect", "in-process"]
+IN_PROCESS_MAX_CASES = 2_000  # `auto`'s bound: a larger run keeps its flow run in Prefect's (local) database
 DeviceName = Annotated[str, AfterValidator(_device)]
 Metrics = Annotated[
     list[str] | None,
@@ -190,6 +192,13 @@ class RunSettings(_Settings):
         description="where scoring batches run: thread, or dask[:ADDRESS] (prefect-dask; a 2-worker LocalCluster "
         "without ADDRESS)",
     )
+    orchestration: Orchestration = Field(
+        "auto",
+        description="how the run's tasks run: prefect (a flow run on the Prefect API of PREFECT_API_URL, else on a "
+        "temporary server raglake starts), in-process (the same tasks as plain calls in this process: the same "
+        f"lake rows, no Prefect API, flow run or artifacts; scoring on threads), or auto: in-process for a run of "
+        f"at most {IN_PROCESS_MAX_CASES:,} cases on threads when no Prefect API is configured, else prefect",
+    )
     slices: list[str] | None = Field(
         None,
         description="metadata keys of the golden cases to break results down by, each the dimension meta.KEY "
@@ -231,6 +240,11 @@ class RunSettings(_Settings):
     def _checked(self) -> RunSettings:
         if self.spot_check is not None and self.judge is None:
             raise ValueError("a spot-check needs a judge: give the judge's base_url and model too")
+        if self.orchestration == "in-process" and RunnerSpec.parse(self.runner).kind != "thread":
+            raise ValueError(
+                f"orchestration in-process scores on threads: leave out runner {self.runner!r}, or use "
+                "orchestration prefect (its Dask runner is prefect-dask's)"
+            )
         return self
 
     def chosen_metrics(self) -> list[Metric]:
