@@ -52,6 +52,8 @@ def evaluate_in_process(settings: RunSettings) -> str:
     """The `evaluate` flow's body with its tasks run in this process (raglake.tasks.engine): the same tasks,
     content keys and lake rows, without a Prefect API, flow run or artifacts."""
     with engine.in_process(FLOW_THREADS):
+        why = "asked for" if settings.orchestration == "in-process" else "auto: no Prefect API configured, a small run"
+        engine.run_logger().info("the run's tasks run in this process, without a Prefect flow run (%s)", why)
         return evaluate.fn(settings)
 
 
