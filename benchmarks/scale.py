@@ -24,7 +24,7 @@ largest per-case difference of P@10, RR and nDCG@10 (the goal is ≤ 1e-9: suppo
 raglake's nDCG is trec's), and the machine's load (uptime). Nothing here asserts on time.
 
 The CLI, 1M-case and Dask parts of issue 12's scale benchmark live in benchmarks/cli_scale.py, which can
-reuse `write_replay` below for its data.
+reuse `write_replay` below for its data. Issue 29's like-for-like figures are benchmarks/same_input.py's.
 """
 
 from __future__ import annotations
