@@ -11,16 +11,18 @@ from raglake import progress
 from raglake.flows import runtime
 from raglake.flows.evaluate import evaluate, evaluate_in_process
 from raglake.pipeline.local_judge import local_judge
-from raglake.pipeline.orchestration import needs_prefect, runs_in_process
+from raglake.pipeline.orchestration import in_process_runs
 from raglake.pipeline.plan import RunPlan, planned
 
 
 def run_plans(plans: list[RunPlan], show_progress: bool) -> list[str]:
     """The `evaluate` flow of each plan, on Prefect's API (a clear error when it cannot start) or in this
     process (raglake.pipeline.orchestration); returns the run ids."""
-    if needs_prefect(plans):
+    local = in_process_runs(plans)
+    if not all(local):
         runtime.start_api()
     with local_judge(plans[0].settings.judge) as judge, progress.reporting(Console(stderr=True), show_progress):
         ready = [p.with_judge(judge) if p.settings.judge is not None else p for p in plans]
         with planned(*ready):
-            return [(evaluate_in_process if runs_in_process(p) else evaluate)(p.settings) for p in ready]
+            flows = [evaluate_in_process if here else evaluate for here in local]
+            return [flow(p.settings) for flow, p in zip(flows, ready, strict=True)]

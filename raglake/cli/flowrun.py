@@ -19,7 +19,7 @@ from raglake.lake.store import Lake
 from raglake.metaeval.plan import MetaevalSettings
 from raglake.pipeline.embedding import load_embedder_early
 from raglake.pipeline.local_judge import local_judge
-from raglake.pipeline.orchestration import needs_prefect, runs_in_process
+from raglake.pipeline.orchestration import in_process_runs
 from raglake.pipeline.plan import RunPlan, planned
 from raglake.pipeline.rescore_settings import RescoreSettings
 
@@ -50,13 +50,14 @@ def evaluate_plans(plans: list[RunPlan], *, quiet: bool) -> list[str]:
         for p in plans:  # the embedder loads while Prefect's server starts, not inside the embedding stage
             load_embedder_early(p.metrics, p.embedder, p.device)
         import_pandas_early()  # likewise pyarrow's import of pandas, not inside the first stage
-        if needs_prefect(plans):
+        local = in_process_runs(plans)
+        if not all(local):
             runtime.start_api()
         announce = render.console.print
         with local_judge(plans[0].settings.judge, announce, interrupt.cleanup) as judge:
             ready = [p.with_judge(judge) if p.settings.judge is not None else p for p in plans]
             with planned(*ready), progress.reporting(render.console, not quiet):
-                flows = [evaluate_in_process if runs_in_process(p) else evaluate for p in ready]
+                flows = [evaluate_in_process if here else evaluate for here in local]
                 return [interrupt.run_in_worker(flow, p.settings) for flow, p in zip(flows, ready, strict=True)]
 
 

@@ -23,6 +23,12 @@ def runs_in_process(plan: RunPlan) -> bool:
     return small and RunnerSpec.parse(plan.settings.runner).kind == "thread" and prefect_server.no_api_configured()
 
 
+def in_process_runs(plans: Sequence[RunPlan]) -> list[bool]:
+    """runs_in_process of each plan, decided once, before anything starts Prefect's API (starting it sets
+    PREFECT_API_URL, after which `auto` would read an API as configured)."""
+    return [runs_in_process(p) for p in plans]
+
+
 def needs_prefect(plans: Sequence[RunPlan]) -> bool:
     """Whether any of the runs needs Prefect's API."""
-    return not all(runs_in_process(p) for p in plans)
+    return not all(in_process_runs(plans))
