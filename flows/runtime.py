@@ -91,11 +91,13 @@ def start_api() -> str:
             early[0].stop()
         try:
             launch = launch or prefect_server.Launch(_server_env(), timeout)
+            _server["launch"] = launch  # while it starts, stop_api (an interrupt's cleanup) stops it too
             url = launch.wait()
         except (RuntimeError, OSError, httpx.HTTPError) as e:
+            _server.pop("launch", None)
             reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             raise ConfigError(f"{startup_hint(timeout)} (Prefect said: {reason})") from None
-        _server.update(launch=launch, url=url)
+        _server["url"] = url
         os.environ[_API_URL] = url
         refresh_global_settings_context()
         _without_heartbeats()
@@ -154,7 +156,9 @@ def _check_api(url: str) -> None:
 
 def stop_api() -> None:
     """Stop the temporary server if this process started one (a no-op otherwise); PREFECT_API_URL is
-    then unset again, so that a later start_api() starts a fresh one."""
+    then unset again, so that a later start_api() starts a fresh one. A server still starting, or launched
+    early and not adopted yet, is stopped too."""
+    prefect_server.discard_early()
     launch, url = _server.pop("launch", None), _server.pop("url", None)
     if launch is None:
         return

@@ -220,3 +220,19 @@ def test_sigterm_stops_the_local_judge_server(tmp_path: Path) -> None:
     _wait_for(lambda: any("llama_cpp.server" in c for c in _group(process.pid)), "local judge server", process)
     out = _terminate(process)  # asserts that nothing of the group, the llama.cpp server included, is left
     assert process.returncode == 128 + signal.SIGTERM and "interrupted by SIGTERM" in out
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("after_s", [0.5, 2.5])
+def test_sigterm_while_the_temporary_server_starts_leaves_no_server(after_s: float, tmp_path: Path) -> None:
+    """The server's child exists seconds before it answers (a new PREFECT_HOME: its database is made first); a
+    SIGTERM then must stop it too, not leave it running with nobody to stop it: while the command still imports
+    Prefect and the flows (0.5 s), and while it waits for the server to answer (2.5 s)."""
+    env = {**os.environ, "COLUMNS": "200", "PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env.pop("PREFECT_API_URL", None)
+    args = ["run", "--golden", str(GOLDEN), "--target", f"replay:{CAPTURES}", "--lake", str(tmp_path / "lake")]
+    process = _start([*args, "--orchestration", "prefect", "--quiet"], env)
+    _wait_for(lambda: any("uvicorn" in c for c in _group(process.pid)), "Prefect's temporary server", process)
+    time.sleep(after_s)
+    out = _terminate(process)  # asserts that nothing of the group, the server included, is left
+    assert process.returncode == 128 + signal.SIGTERM, out

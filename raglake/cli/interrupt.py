@@ -61,7 +61,9 @@ def _handle(signum: int, frame: Any) -> None:
         except Exception as e:  # noqa: BLE001 - one helper that cannot be stopped must not keep the others running
             _write(f"warning: could not stop {getattr(fn, '__qualname__', fn)}: {e}\n")
     for note in _notes:
-        _write(note() + "\n")
+        said = note()
+        if said:  # an outer block's note may have nothing to add
+            _write(said + "\n")
     # what Python buffered for stdout/stderr before the signal still belongs in the output
     with contextlib.suppress(OSError, ValueError, RuntimeError):  # a closed or busy stream: nothing to save
         sys.stdout.flush()

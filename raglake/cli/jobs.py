@@ -9,8 +9,8 @@ import typer
 
 from raglake import prefect_server, prefect_settings
 from raglake.analysis import LakeQueries
+from raglake.cli import interrupt, render
 from raglake.cli import options as opt
-from raglake.cli import render
 from raglake.cli.common import (
     FileLakeOpt,
     app,
@@ -61,14 +61,17 @@ def run(
     evaluation = resolve(config, overrides)
     # every input checked (once) before the first run: a typo never starts Prefect
     plans = [plan_run(s) for s in evaluation.runs]
-    if needs_prefect(plans):  # Prefect's temporary server starts while Prefect and the flows are imported
-        prefect_server.launch_early()
-    try:
-        from raglake.cli import flowrun  # here, not at the top: commands that only read the lake never import Prefect
+    # SIGINT/SIGTERM from here on stop Prefect's temporary server too, even before it answers (the runs' own
+    # notes come from evaluate_plans: nothing of them is written before it)
+    with interrupt.stoppable(lambda: ""), interrupt.cleanup(prefect_server.discard_early):
+        if needs_prefect(plans):  # Prefect's temporary server starts while Prefect and the flows are imported
+            prefect_server.launch_early()
+        try:
+            from raglake.cli import flowrun  # here, not at the top: read-only commands never import Prefect
 
-        run_ids = flowrun.evaluate_plans(plans, quiet=quiet)
-    finally:
-        prefect_server.discard_early()  # a launch start_api did not adopt (an error before it)
+            run_ids = flowrun.evaluate_plans(plans, quiet=quiet)
+        finally:
+            prefect_server.discard_early()  # a launch start_api did not adopt (an error before it)
     # opened after the runs: a lake connection sees the runs committed before it
     print_runs(open_lake(plans[0].lake), run_ids)
 
