@@ -29,13 +29,15 @@ _POOL: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVa
 
 @contextmanager
 def in_process(workers: int) -> Iterator[None]:
-    """Run the flow body's tasks in this process (a pool of `workers` threads) until the block ends."""
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="raglake-task") as pool:
-        token = _POOL.set(pool)
-        try:
-            yield
-        finally:
-            _POOL.reset(token)
+    """Run the flow body's tasks in this process (a pool of `workers` threads) until the block ends. A
+    block that raises cancels what has not started (as Prefect's task runner does); what runs is waited for."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="raglake-task")
+    token = _POOL.set(pool)
+    try:
+        yield
+    finally:
+        _POOL.reset(token)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def running_in_process() -> bool:

@@ -154,3 +154,22 @@ def test_a_fresh_process_without_an_api_starts_no_prefect_server_unless_asked(tm
         )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert (home / "prefect.db").exists() == (orchestrated == "prefect"), orchestrated
+
+
+def test_a_failed_task_cancels_the_queued_ones() -> None:
+    """As Prefect's task runner does when the flow body raises: what has not started does not run."""
+    import time
+
+    ran: list[int] = []
+
+    def work(batch: int) -> int:
+        if batch == 0:
+            time.sleep(0.1)
+            raise ValueError("batch 0 failed")
+        time.sleep(0.3)
+        ran.append(batch)
+        return batch
+
+    with pytest.raises(ValueError, match="batch 0 failed"), engine.in_process(1):
+        engine.map(_task(work), "batch", [0, 1, 2, 3])
+    assert 2 not in ran and 3 not in ran  # batch 1 may have started as batch 0 ended
