@@ -140,7 +140,10 @@ def no_api_configured() -> bool:
     settings = sys.modules.get("prefect.settings")
     if settings is not None and settings.PREFECT_API_URL.value():
         return False
-    cwd = Path.cwd()
+    try:
+        cwd = Path.cwd()
+    except OSError:  # the working folder was removed: its settings cannot be read, so assume there may be some
+        return False
     if (cwd / "prefect.toml").exists() or _mentions(cwd / "pyproject.toml", "[tool.prefect"):
         return False
     if _mentions(cwd / ".env", "PREFECT_"):

@@ -141,3 +141,14 @@ def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with code 1"):
         launch.wait()
     assert launch.process is not None and launch.process.poll() == 1
+
+
+def test_a_working_folder_that_is_gone_is_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A removed working folder (os.getcwd() raises): no launch, and no traceback from the check itself."""
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.delitem(sys.modules, "prefect.settings", raising=False)
+    assert prefect_server.no_api_configured() is False
