@@ -79,10 +79,14 @@ def start_api() -> str:
         if "url" in _server:
             _without_heartbeats()
             return str(_server["url"])
-        early = prefect_server.take_early()
+        early = prefect_server.early()
+        if early:  # from here on stop_api (an interrupt's cleanup) finds it here, before it leaves prefect_server
+            _server["launch"] = early[0]
+            prefect_server.take_early()
         if url := PREFECT_API_URL.value():
             if early:
                 early[0].stop()
+                _server.pop("launch", None)
             _check_api(url)
             return url
         timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
@@ -90,8 +94,9 @@ def start_api() -> str:
         if early and launch is None:
             early[0].stop()
         try:
-            launch = launch or prefect_server.Launch(_server_env(), timeout)
-            _server["launch"] = launch  # while it starts, stop_api (an interrupt's cleanup) stops it too
+            if launch is None:
+                launch = _server["launch"] = prefect_server.Launch(_server_env(), timeout)
+                launch.start()  # kept in _server first: stop_api stops it, also while it starts
             url = launch.wait()
         except (RuntimeError, OSError, httpx.HTTPError) as e:
             _server.pop("launch", None)
@@ -163,6 +168,6 @@ def stop_api() -> None:
     if launch is None:
         return
     launch.stop()  # type: ignore[attr-defined]
-    if os.environ.get(_API_URL) == url:
+    if url is not None and os.environ.get(_API_URL) == url:  # None: stopped while it started, nothing was set
         del os.environ[_API_URL]
         refresh_global_settings_context()

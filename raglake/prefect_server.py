@@ -35,7 +35,9 @@ _PORT_TAKEN = 3  # uvicorn's exit status when the port was taken in the meantime
 
 
 class Launch:
-    """One server child on a free loopback port, and the thread that waits for it to answer."""
+    """One server child on a free loopback port, and the thread that waits for it to answer. Made, then kept
+    where an interrupt's cleanup finds it, then start()ed: a signal between two of those steps cannot leave
+    a child that nobody stops."""
 
     def __init__(self, env: dict[str, str], timeout: float) -> None:
         self.env = env
@@ -48,7 +50,10 @@ class Launch:
         self._lock = threading.Lock()  # stop() and a child's start do not cross: a stopped launch starts none
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._start, name="raglake-prefect-server", daemon=True)
+
+    def start(self) -> Launch:
         self._thread.start()
+        return self
 
     def _start(self) -> None:
         try:
@@ -111,13 +116,21 @@ def launch_early() -> None:
     _early["prefect_env"] = prefect_environment()
     _early["launch"] = launch = Launch({**os.environ, **EPHEMERAL}, timeout)
     atexit.register(launch.stop)
+    launch.start()
+
+
+def early() -> tuple[Launch, dict[str, str]] | None:
+    """The speculative launch and the PREFECT_* variables it started with (None: none), left in place: the
+    caller keeps it where its own cleanup finds it, then take_early() hands it over."""
+    launch = _early.get("launch")
+    return (launch, _early.get("prefect_env", {})) if isinstance(launch, Launch) else None  # type: ignore[return-value]
 
 
 def take_early() -> tuple[Launch, dict[str, str]] | None:
-    """The speculative launch and the PREFECT_* variables it started with, handed over once (None: none)."""
-    launch = _early.pop("launch", None)
-    env = _early.pop("prefect_env", {})
-    return (launch, env) if isinstance(launch, Launch) else None  # type: ignore[return-value]
+    """early(), handed over once (None: none)."""
+    handed = early()
+    _early.clear()
+    return handed
 
 
 def discard_early() -> None:

@@ -40,6 +40,14 @@ SCENARIO = textwrap.dedent(
         sys.exit(0)
     from raglake.flows import runtime
     from prefect.settings import get_current_settings
+    if case == "signal-while-deciding":  # an interrupt's cleanup runs while start_api decides about the launch
+        def interrupted(launched_with):
+            runtime.stop_api()  # what raglake.cli.interrupt's handler runs before os._exit
+            early._ready.wait()
+            process = early.process
+            print(json.dumps({"alive": process is not None and process.poll() is None}), flush=True)
+            os._exit(0)
+        runtime._same_settings = interrupted
     url = runtime.start_api()
     adopted = runtime._server["launch"] is early
     heartbeat = get_current_settings().flows.heartbeat_frequency
@@ -83,6 +91,11 @@ def test_a_setting_made_in_this_process_only_gets_a_server_started_with_it(tmp_p
     seen = _scenario("settings-changed-here", tmp_path)
     assert seen["launched_early"] and not seen["adopted"]  # the child could not have seen the setting
     assert seen["early_stopped"]
+
+
+def test_an_interrupt_while_start_api_decides_stops_the_early_server(tmp_path: Path) -> None:
+    """The launch has left prefect_server and is not adopted yet: the interrupt's cleanup still finds it."""
+    assert _scenario("signal-while-deciding", tmp_path) == {"alive": False}
 
 
 @pytest.mark.parametrize("when", ["nobody-adopts", "nobody-adopts-later"])
@@ -137,7 +150,7 @@ def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
     """The server's process exits at once (here: a `uvicorn` that fails on import): the launch says so at
     once, with the exit status, instead of waiting out the start-up time-out."""
     (tmp_path / "uvicorn.py").write_text("raise SystemExit(1)\n")
-    launch = prefect_server.Launch({**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=120)
+    launch = prefect_server.Launch({**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=120).start()
     with pytest.raises(RuntimeError, match="exited with code 1"):
         launch.wait()
     assert launch.process is not None and launch.process.poll() == 1
