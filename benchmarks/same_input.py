@@ -48,7 +48,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -58,16 +57,10 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
 import pytrec_eval  # noqa: E402
-from scale import REFERENCE, K, agreement, write_replay  # noqa: E402
+from scale import REFERENCE, K, agreement, raglake_to_parquet, write_replay  # noqa: E402
 
-from raglake.columnar.batch import ColumnarBatch  # noqa: E402
-from raglake.metrics.context import ScoringConfig  # noqa: E402
 from raglake.metrics.registry import get_metric  # noqa: E402
-from raglake.pipeline.case_table import cases_table_from_columns  # noqa: E402
-from raglake.pipeline.scoring import score_columnar  # noqa: E402
-from raglake.pipeline.staging import STAGED_PARQUET  # noqa: E402
 
 METRICS = tuple(REFERENCE)  # precision_at_k, mrr_at_k, ndcg_at_k: P_10, recip_rank, ndcg_cut_10 at k = 10
 AUTO_IN_PROCESS_MAX = 2000  # raglake's auto orchestration runs in process up to this many cases
@@ -121,24 +114,9 @@ def pytrec_on_jsonl(paths: dict[str, Path]) -> tuple[float, float, dict, dict[st
 
 
 def library_path(paths: dict[str, Path], out: Path) -> tuple[float, dict[str, pa.Table], dict[str, float]]:
-    """scale.raglake_to_parquet's steps with the three metrics only: (seconds, tables, seconds by stage)."""
+    """scale.raglake_to_parquet with the three metrics only: (seconds, tables, seconds by stage)."""
     out.mkdir(parents=True, exist_ok=True)
-    metrics = [get_metric(name) for name in METRICS]
-    t0 = time.perf_counter()
-    batch = ColumnarBatch.from_files(paths["golden.jsonl"], paths["captures.jsonl"])
-    t1 = time.perf_counter()
-    tables = score_columnar(batch, metrics, ScoringConfig(k=K)).tables()
-    tables["cases"] = cases_table_from_columns(batch, *batch.file_lines(paths["golden.jsonl"], paths["captures.jsonl"]))
-    t2 = time.perf_counter()
-    _write_staged(tables, out)
-    t3 = time.perf_counter()
-    return t3 - t0, tables, {"read": t1 - t0, "score": t2 - t1, "write": t3 - t2}
-
-
-def _write_staged(tables: dict[str, pa.Table], out: Path) -> None:
-    """Each table as the score task stages it (STAGED_PARQUET), in threads, as scale.py writes them."""
-    with ThreadPoolExecutor(max_workers=len(tables)) as pool:
-        list(pool.map(lambda kv: pq.write_table(kv[1], out / f"{kv[0]}.parquet", **STAGED_PARQUET), tables.items()))
+    return raglake_to_parquet(paths, out, [get_metric(name) for name in METRICS])
 
 
 # ---- 2. the CLI, its process tree measured ----------------------------------------------------------------
