@@ -7,7 +7,6 @@ import dataclasses
 
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from raglake.flows import names
 from raglake.flows.stages import ScoreWork, score_stage
@@ -15,7 +14,9 @@ from raglake.metaeval.plan import MetaevalSettings, plan_metaeval
 from raglake.metaeval.run import AgreementWork
 from raglake.pipeline.local_judge import local_judge
 from raglake.pipeline.runners import RunnerSpec
+from raglake.tasks import engine
 from raglake.tasks.metaeval import land_metaeval, measure_agreement
+from raglake.tasks.on_prefect import PREFECT_TASKS  # the tasks run as Prefect task runs here
 
 
 def metaeval_run_name() -> str:
@@ -76,7 +77,10 @@ def _metaeval(settings: MetaevalSettings) -> str:
         plan.sources,
         config,
     )
-    path = measure_agreement(quote(work), scored)
-    n = land_metaeval(plan.lake.url, plan.metaeval_id, plan.results_dir, path)
+    path = engine.call(measure_agreement, engine.quote(work), scored)
+    n = engine.call(land_metaeval, plan.lake.url, plan.metaeval_id, plan.results_dir, path)
     log.info("landed meta-evaluation %s: %d rows", plan.metaeval_id, n)
     return plan.metaeval_id
+
+
+__all__ = ["metaeval", "metaeval_run_name", "PREFECT_TASKS"]

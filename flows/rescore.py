@@ -4,8 +4,7 @@ rows under a new scoring id (scores_latest shows them; the old rows stay)."""
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from raglake.embed.encoders import text_encoder
@@ -29,9 +28,11 @@ from raglake.pipeline.rescore_settings import RescoreSettings
 from raglake.pipeline.runners import RunnerSpec
 from raglake.pipeline.settings import auto_batch_size
 from raglake.pipeline.staging import ScoredRef, stage_pairs
+from raglake.tasks import engine
+from raglake.tasks.on_prefect import PREFECT_TASKS  # the tasks run as Prefect task runs here
 
 
-@task(name="land-scores", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[1, 5])
+@engine.task(name="land-scores", retries=2, retry_delay_seconds=[1, 5])
 def land_rescored(lake_url: str, run_id: str, scored: list[ScoredRef], scoring_id: str) -> int:
     return land_scores(open_lake(lake_url), run_id, scored, scoring_id)
 
@@ -87,8 +88,8 @@ def _rescore(settings: RescoreSettings) -> dict:
         )
         stage = score_stage(work, runner)
         scoring_id = new_scoring_id(stored.run_id, [m.name for m in todo])
-        report["runs"][run_id]["rows"] = land_rescored(q.lake.url, stored.run_id, stage.scored, scoring_id)
+        report["runs"][run_id]["rows"] = engine.call(land_rescored, q.lake.url, stored.run_id, stage.scored, scoring_id)
     return report
 
 
-__all__ = ["rescore", "Decision"]
+__all__ = ["rescore", "Decision", "PREFECT_TASKS"]

@@ -8,8 +8,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from prefect.utilities.annotations import quote
-
 from raglake import progress
 from raglake.judge.config import JudgeConfig
 from raglake.judge.stage import SpotSample, wanted_steps
@@ -67,7 +65,8 @@ def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
     embedding = embedding_spec(work.metrics, work.embedder, work.lake_url, work.config, work.cases, work.device)
     stats = None
     if embedding is not None:  # every distinct text once, before the batches read them
-        stats = engine.call(embed_texts, quote(embedding), work.batches, work.config.k, [m.name for m in work.metrics])
+        names = [m.name for m in work.metrics]
+        stats = engine.call(embed_texts, engine.quote(embedding), work.batches, work.config.k, names)
     t_embedded = time.perf_counter()
 
     versions = metric_versions(work.metrics)
@@ -77,7 +76,7 @@ def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
             versions, work.config, work.judge, work.lake_url, work.run_id, embedding, work.spot_check, work.spot_sample
         )
         try:
-            batches, judge_stats = engine.call(judge_cases, quote(judge_work), batches)
+            batches, judge_stats = engine.call(judge_cases, engine.quote(judge_work), batches)
             judged = JudgeSummary({}, judge_stats)
         finally:  # the run's judging is done: its ledger flushed, its budget freed
             JUDGE_RUNS.close(work.lake_url, work.run_id)

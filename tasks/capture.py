@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from raglake import progress
 from raglake.pipeline.plan import capture_key
 from raglake.pipeline.staging import BatchRef, stage_captures, staged_captures
 from raglake.targets import Target
 from raglake.targets.journal import CaptureJournal
+from raglake.tasks import engine
 
 
-@task(name="capture-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@engine.task(name="capture-batch", retries=2, retry_delay_seconds=[2, 10])
 def capture_batch(target: Target, batch: BatchRef, run_id: str, journal: str | None = None) -> BatchRef:
     """The batch with its captures staged. Captures staged earlier under the same content key (a
     deterministic target's, from any run, marked `reused`; a live one's, from this run) are reused; a

@@ -3,16 +3,14 @@ scoring batches then read (so no text is encoded twice, whatever the batching)."
 
 from __future__ import annotations
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from raglake.embed.texts import collect_batch_texts
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.staging import BatchRef, iter_columnar
+from raglake.tasks import engine
 
 
-@task(name="embed-texts", cache_policy=NO_CACHE)
+@engine.task(name="embed-texts")
 def embed_texts(embedding: EmbeddingSpec, batches: list[BatchRef], k: int, metrics: list[str]) -> dict[str, float]:
     """The texts the selected metrics read, gathered from the staged batches' columns one batch at a time."""
     texts = collect_batch_texts(iter_columnar(batches), k, [get_metric(name) for name in metrics])

@@ -6,9 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from raglake.judge.config import JudgeConfig
 from raglake.judge.stage import SpotSample
 from raglake.metrics.context import ScoringConfig
@@ -17,6 +14,7 @@ from raglake.pipeline.embedding import EmbeddingSpec
 from raglake.pipeline.finish import JudgeSummary
 from raglake.pipeline.judging import judge_batch
 from raglake.pipeline.staging import BatchRef, iter_pairs, stage_judged
+from raglake.tasks import engine
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class JudgeWork:
     spot_sample: SpotSample | None = None
 
 
-@task(name="judge-batch", cache_policy=NO_CACHE)
+@engine.task(name="judge-batch")
 def judge_cases(work: JudgeWork, batches: list[BatchRef]) -> tuple[list[BatchRef], dict[str, Any]]:
     """Every judge step the run's cases need; each batch comes back pointing at its staged outcomes,
     with the stage's figures (calls, tokens, cost, spot-check pairs)."""

@@ -5,16 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from raglake.lake.store import Lake
 from raglake.metrics.registry import RunValue
 from raglake.pipeline.rows import RunRecord, land_staged_run
 from raglake.pipeline.staging import ScoredRef
+from raglake.tasks import engine
 
 
-@task(name="land-run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[1, 5])
+@engine.task(name="land-run", retries=2, retry_delay_seconds=[1, 5])
 def land(
     lake_url: str,
     run: RunRecord,

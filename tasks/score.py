@@ -8,10 +8,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from prefect import get_client, task, unmapped
-from prefect.cache_policies import NO_CACHE
-from prefect.utilities.annotations import quote
-
 from raglake.columnar.batch import ColumnarBatch
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric, get_metric
@@ -55,7 +51,7 @@ class ScoreSettings:
         return [own.get(name) or get_metric(name) for name in self.versions]
 
 
-@task(name="score-batch", cache_policy=NO_CACHE)
+@engine.task(name="score-batch")
 def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
     key = score_key(batch, settings.token)
     found = find_scored(batch.results, batch.index, key)
@@ -80,29 +76,15 @@ def score_cases(batch: BatchRef, settings: ScoreSettings) -> ScoredRef:
     return stage_scored(batch.results, batch.index, key, tables)
 
 
-def map_scoring(runner: RunnerSpec, task: Any, batches: list[BatchRef], settings: ScoreSettings) -> list[ScoredRef]:
-    """Run `task` over the batches on the flow's thread pool, or on Dask (prefect-dask): a LocalCluster of
-    `runner.workers` processes, or the scheduler at `runner.address`. Only references travel: the
-    workers read and write the staged files in the results location."""
+def map_scoring(
+    runner: RunnerSpec, task: engine.Task, batches: list[BatchRef], settings: ScoreSettings
+) -> list[ScoredRef]:
+    """Run `task` over the batches on the flow's thread pool, or on Dask (engine.map_on_dask: a
+    LocalCluster of `runner.workers` processes, or the scheduler at `runner.address`). Only references
+    travel: the workers read and write the staged files in the results location."""
     if runner.kind == "thread":
-        return _bounded(task, batches, quote(settings), runner.workers)
-    parameters = {"batch": batches, "settings": unmapped(settings)}  # prefect-dask resolves no quote()
-    from prefect_dask import DaskTaskRunner
-
-    if runner.address:
-        dask = DaskTaskRunner(address=runner.address)
-    else:
-        dask = DaskTaskRunner(
-            cluster_kwargs={
-                "n_workers": runner.workers,
-                "threads_per_worker": 1,
-                "processes": True,
-                "dashboard_address": None,
-                "env": worker_env(),
-            }
-        )
-    with dask:
-        return [future.result() for future in dask.map(task, parameters)]
+        return _bounded(task, batches, engine.quote(settings), runner.workers)
+    return engine.map_on_dask(runner, task, "batch", batches, settings=settings)
 
 
 def _bounded(task: Any, batches: list[BatchRef], settings: Any, in_flight: int) -> list[ScoredRef]:
@@ -116,11 +98,3 @@ def _bounded(task: Any, batches: list[BatchRef], settings: Any, in_flight: int) 
         pending.append(engine.submit(task, batch, settings))
     done.extend(future.result() for future in pending)
     return done
-
-
-def worker_env() -> dict[str, str]:
-    """The environment of the Dask worker processes a flow starts: they report to this flow's Prefect
-    API (the ephemeral server included) instead of each starting a server of its own. Handed to the
-    cluster (each worker's Nanny sets it in its own process); this process's environment is left alone."""
-    with get_client(sync_client=True) as client:
-        return {"PREFECT_API_URL": str(client.api_url)}

@@ -128,7 +128,8 @@ def test_dask_workers_get_the_api_url_from_the_cluster_not_from_this_process(mon
 
     import prefect_dask
 
-    from raglake.tasks.score import map_scoring
+    from raglake.tasks.on_prefect import PREFECT_TASKS  # noqa: F401 - the Dask mapping is Prefect's
+    from raglake.tasks.score import map_scoring, score_cases
 
     seen: dict = {}
 
@@ -148,6 +149,6 @@ def test_dask_workers_get_the_api_url_from_the_cluster_not_from_this_process(mon
 
     monkeypatch.setattr(prefect_dask, "DaskTaskRunner", FakeRunner)
     before = dict(os.environ)
-    assert map_scoring(RunnerSpec("dask", workers=2), object(), [], None) == []
+    assert map_scoring(RunnerSpec("dask", workers=2), score_cases, [], None) == []
     assert seen["env_inside"] == before == dict(os.environ)
     assert seen["kwargs"]["env"]["PREFECT_API_URL"].startswith("http")

@@ -68,12 +68,13 @@ def test_changed_k_is_a_cache_miss(lake_dir: str, scoring_calls: list[int]) -> N
 
 
 def test_a_crashed_landing_resumes_with_cached_scores(lake_dir: str, scoring_calls: list[int], monkeypatch) -> None:
-    import raglake.flows.evaluate
+    import raglake.flows.evaluate_body
     import raglake.pipeline.rows
     import raglake.tasks.land
     from raglake.flows.evaluate import evaluate
 
-    monkeypatch.setattr(raglake.flows.evaluate, "land", raglake.tasks.land.land.with_options(retry_delay_seconds=0))
+    quick = raglake.tasks.land.land.with_options(retry_delay_seconds=0)
+    monkeypatch.setattr(raglake.flows.evaluate_body, "land", quick)
     original = raglake.pipeline.rows.land_run
 
     def crash(*args, **kwargs):

@@ -6,11 +6,11 @@ configured."""
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import duckdb
 import pytest
@@ -100,8 +100,8 @@ def test_auto_runs_a_small_threaded_run_in_process_only_without_an_api(
     assert chosen == {"prefect": False, "in-process": True}
 
 
-def _task(fn, retries: int = 0, delays: object = 0) -> SimpleNamespace:
-    return SimpleNamespace(fn=fn, retries=retries, retry_delay_seconds=delays)
+def _task(fn, retries: int = 0, delays: object = 0) -> engine.Task:
+    return engine.task(name="t", retries=retries, retry_delay_seconds=delays)(fn)
 
 
 def test_in_process_tasks_keep_their_retries_and_say_the_last_error() -> None:
@@ -122,9 +122,7 @@ def test_in_process_tasks_keep_their_retries_and_say_the_last_error() -> None:
         assert tries == [5, 5]
 
 
-def test_in_process_map_keeps_the_order_unwraps_annotations_and_sees_the_callers_context() -> None:
-    from prefect.utilities.annotations import quote
-
+def test_in_process_map_keeps_the_order_passes_quoted_values_and_sees_the_callers_context() -> None:
     marker = contextvars.ContextVar("marker", default="unset")
     marker.set("caller's")
 
@@ -133,7 +131,7 @@ def test_in_process_map_keeps_the_order_unwraps_annotations_and_sees_the_callers
 
     with engine.in_process(3):
         assert engine.running_in_process()
-        got = engine.map(_task(work), "batch", [3, 1, 2], scale=quote(10), label="x")
+        got = engine.map(_task(work), "batch", [3, 1, 2], scale=engine.quote(10), label="x")
     assert got == [(30, "x", "caller's"), (10, "x", "caller's"), (20, "x", "caller's")]
     assert not engine.running_in_process()
 
@@ -173,3 +171,46 @@ def test_a_failed_task_cancels_the_queued_ones() -> None:
     with pytest.raises(ValueError, match="batch 0 failed"), engine.in_process(1):
         engine.map(_task(work), "batch", [0, 1, 2, 3])
     assert 2 not in ran and 3 not in ran  # batch 1 may have started as batch 0 ended
+
+
+NO_PREFECT = """
+import json, sys
+import raglake
+from raglake.cli import main
+kind, orchestration, lake, golden, target = sys.argv[1:]
+if kind == "api":
+    raglake.evaluate(golden=golden, target=target, metrics=["mrr_at_k"], lake=lake, orchestration=orchestration)
+else:
+    sys.argv = ["raglake", "run", "--golden", golden, "--target", target, "--lake", lake, "--metrics", "mrr_at_k",
+                "--orchestration", orchestration]
+    try:
+        main()
+    except SystemExit as e:
+        assert not e.code, e.code
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("prefect", "prefect_dask"))))
+"""
+
+
+@pytest.mark.parametrize("kind", ["api", "cli"])
+def test_a_run_in_this_process_never_imports_prefect(tmp_path: Path, kind: str) -> None:
+    """Issue 29's cold start: the engine, the tasks and the flow body are Prefect-free, so a run `auto` keeps
+    in this process pays nothing for Prefect (~1.1 s to import, ~0.2 s at exit); the same run on Prefect
+    imports it (so the check can fail)."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+
+    def prefect_modules(orchestration: str) -> list[str]:
+        lake = str(tmp_path / f"lake-{orchestration}")
+        done = subprocess.run(
+            [sys.executable, "-c", NO_PREFECT, kind, orchestration, lake, GOLDEN, REPLAY],
+            cwd=tmp_path,
+            env={**env, "PREFECT_HOME": str(tmp_path / "home")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert prefect_modules("auto") == []
+    if kind == "cli":  # the server path, once
+        assert "prefect" in prefect_modules("prefect")
