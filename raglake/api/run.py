@@ -19,7 +19,6 @@ from raglake.api.result import Result
 from raglake.config.front import resolve
 from raglake.errors import ConfigError
 from raglake.lake.checks import check_lake_root
-from raglake.lazy import gc_paused
 from raglake.pipeline.embedding import load_embedder_early
 from raglake.pipeline.orchestration import needs_prefect
 from raglake.pipeline.plan import RunPlan, plan_run
@@ -112,8 +111,7 @@ def _run(plans: list[RunPlan], show_progress: bool) -> list[str]:
     try:
         for p in plans:
             load_embedder_early(p.metrics, p.embedder, p.device, warm=needs_prefect(plans))
-        with gc_paused():  # see raglake.lazy
-            from raglake.api import flowrun  # here: importing Prefect and the flows overlaps the server's start
+        from raglake.api import flowrun  # here: the flows (Prefect when a run needs it) import while the server starts
 
         return flowrun.run_plans(plans, show_progress)
     finally:

@@ -23,7 +23,6 @@ from raglake.config.front import resolve, settings_for
 from raglake.embed.encoders import text_encoder
 from raglake.errors import ConfigError
 from raglake.gate import evaluate_gate, failing_rows, gate_verdicts
-from raglake.lazy import gc_paused
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import needs_embedder
 from raglake.pipeline.lakes import open_lake
@@ -68,8 +67,7 @@ def run(
         if needs_prefect(plans):  # Prefect's temporary server starts while Prefect and the flows are imported
             prefect_server.launch_early()
         try:
-            with gc_paused():  # see raglake.lazy
-                from raglake.cli import flowrun  # here, not at the top: read-only commands never import Prefect
+            from raglake.cli import flowrun  # here, not at the top: read-only commands never import Prefect
 
             run_ids = flowrun.evaluate_plans(plans, quiet=quiet)
         finally:

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from raglake.errors import ConfigError, UnknownNameError
-from raglake.lazy import gc_paused
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 WARM_UP_TEXTS = [" ".join(["warm"] * n) for n in (1, 8, 32, 64, 128, 250)]  # up to the model's 256 tokens
@@ -146,8 +145,7 @@ class Embedder:
         if self._model is None:
             with self._loading:
                 if self._model is None:
-                    with gc_paused():  # torch's import: see raglake.lazy.gc_paused
-                        model = self._load()
+                    model = self._load()
                     if warm:
                         model.encode(WARM_UP_TEXTS, batch_size=self.batch_size, show_progress_bar=False)
                     self._model = model
