@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from raglake.lake import store
 from raglake.lake.query import connect
 from raglake.lake.store import ROW_GROUP_ROWS, Lake
 from raglake.lake.tables import TABLES
@@ -103,6 +105,28 @@ def test_a_table_written_from_parts_gets_row_groups_of_the_configured_size(tmp_p
         (ROW_GROUP_ROWS // 1000 + 1) * 1000,
         (n_parts - ROW_GROUP_ROWS // 1000 - 1) * 1000,
     ]
+
+
+def test_a_wide_table_gets_row_groups_of_bounded_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wide rows (the `cases` table's texts) close a row group at ROW_GROUP_BYTES of Arrow data before
+    ROW_GROUP_ROWS rows: a group is held and encoded whole, so its size bounds the landing's memory; every row
+    lands, in order."""
+    monkeypatch.setattr(store, "ROW_GROUP_BYTES", 1_000_000)
+    lake = Lake(str(tmp_path / "lake"))
+    schema = TABLES["run_metrics"].schema
+    rows = 500
+    columns = {n: pa.nulls(rows, schema.field(n).type) for n in schema.names}
+    text_column = next(n for n in schema.names if schema.field(n).type == pa.string())
+    parts = []
+    for i in range(20):  # 20 parts of ~250 kB: groups of 4 parts (the 4th reaches 1 MB)
+        columns[text_column] = pa.array([f"{i:02d}-{j:04d}-" + "x" * 490 for j in range(rows)])
+        parts.append(pa.table(columns, schema=schema))
+    path = lake.write("run_metrics", "r-1", iter(parts), "r-1")
+    meta = pq.ParquetFile(path).metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(groups) == 20 * rows and len(groups) == 5 and set(groups) == {4 * rows}, groups
+    read = pq.read_table(path).column(text_column).to_pylist()
+    assert read == [v for part in parts for v in part.column(text_column).to_pylist()]
 
 
 def test_cases_rows_read_from_staged_lines_equal_the_models_fields() -> None:

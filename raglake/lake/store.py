@@ -26,19 +26,25 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]*$")
 
 
 ROW_GROUP_ROWS = 128 * 1024
+# and at most about this much Arrow data: a wide table's group (`cases`: questions, answers, contexts) is held
+# and encoded whole, which made the largest 128k-row group the peak of a 1M-case run (issue 29: ~139 MiB of
+# Arrow, ~260 MiB more while encoding)
+ROW_GROUP_BYTES = 48 * 1024 * 1024
 
 
 def _row_groups(table: str, parts: Iterable[pa.Table]) -> Iterator[pa.Table]:
-    """The parts, checked against the table's schema, regrouped into row groups of about ROW_GROUP_ROWS."""
-    schema, held, rows, wrote = TABLES[table].schema, [], 0, False
+    """The parts, checked against the table's schema, regrouped into row groups of about ROW_GROUP_ROWS rows
+    or ROW_GROUP_BYTES of Arrow data, whichever comes first."""
+    schema, held, rows, size, wrote = TABLES[table].schema, [], 0, 0, False
     for part in parts:
         if part.schema != schema:
             raise LakeError(f"data for {table} does not have the table's schema:\n{part.schema}")
         held.append(part)
         rows += part.num_rows
-        if rows >= ROW_GROUP_ROWS:
+        size += part.nbytes
+        if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
             yield pa.concat_tables(held)
-            held, rows, wrote = [], 0, True
+            held, rows, size, wrote = [], 0, 0, True
     if held or not wrote:  # what is left, or an empty table when there were no rows at all
         yield pa.concat_tables(held) if held else schema.empty_table()
 
