@@ -12,6 +12,7 @@ import typer.rich_utils
 from raglake import prefect_settings
 from raglake.cli import config, jobs, maintenance, metaeval, queries, render, report, tools, view  # noqa: F401  (importing registers the commands)
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
+from raglake.columnar.arrays import prefer_jemalloc
 from raglake.embed.encoders import ENCODERS
 from raglake.errors import RaglakeError
 from raglake.pipeline.embedding import settle_early_loads
@@ -21,6 +22,7 @@ from raglake.pipeline.judging import JUDGE_RUNS
 def main() -> None:
     # before anything can import Prefect (it reads its settings once, on import); see raglake.prefect_settings
     prefect_settings.apply()
+    prefer_jemalloc()  # the run's peak memory (raglake.columnar.arrays)
     if typer.rich_utils.MAX_WIDTH is None:  # $TERMINAL_WIDTH, typer's own knob, wins
         typer.rich_utils.MAX_WIDTH = render.output_width()  # piped --help: full option names
     try:

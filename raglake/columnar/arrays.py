@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -9,6 +10,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from raglake.columnar.normalise import BulkProblem
+
+
+def prefer_jemalloc() -> None:
+    """Arrow's allocations from jemalloc, in this process and the processes it starts, unless the user chose a
+    pool (ARROW_DEFAULT_MEMORY_POOL) or this pyarrow lacks jemalloc. For processes raglake owns (the command
+    line): Arrow's default pool, mimalloc, kept ~230 MiB more at the peak of a 200k-case `raglake run` (962
+    against 733 MiB; the system allocator 777), in the same time. A library caller's process is theirs."""
+    if os.environ.get(POOL_VARIABLE):
+        return
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except (AttributeError, NotImplementedError):  # a build without jemalloc (Windows wheels)
+        return
+    pa.set_memory_pool(pool)
+    os.environ[POOL_VARIABLE] = "jemalloc"  # read by pyarrow in the children: the golden-set process, Dask workers
+
+
+POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def import_pandas_early() -> threading.Thread:
