@@ -106,11 +106,12 @@ def _plans(config: Any, overrides: dict[str, Any], *, rows_without_answers: bool
 def _run(plans: list[RunPlan], show_progress: bool) -> list[str]:
     """The `evaluate` flow of each plan (raglake.api.flowrun); Prefect's temporary server and the embedder
     start first, in the background, while Prefect and the flows are imported (issue 29's cold start)."""
-    if needs_prefect(plans):
+    prefect = needs_prefect(plans)  # decided once, before the launch sets PREFECT_API_URL
+    if prefect:
         prefect_server.launch_early()
     try:
-        for p in plans:
-            load_embedder_early(p.metrics, p.embedder, p.device, warm=needs_prefect(plans))
+        for p in plans:  # warmed up only while a server start hides it
+            load_embedder_early(p.metrics, p.embedder, p.device, warm=prefect)
         from raglake.api import flowrun  # here: the flows (Prefect when a run needs it) import while the server starts
 
         return flowrun.run_plans(plans, show_progress)
