@@ -89,4 +89,6 @@ def score_stage(work: ScoreWork, runner: RunnerSpec) -> Scored:
         scored.append(ref)
         progress.advance("scoring", ref.n_cases)
     seconds = {"embedding": t_embedded - t0, "judge": t_judged - t_embedded, "scoring": time.perf_counter() - t_judged}
+    if stats is not None:  # of the embedding stage, the model's own work (the rest: its load, the reading)
+        seconds["embedding_encode"] = stats["seconds"]
     return Scored(scored, embedding, stats, judged, seconds)

@@ -90,7 +90,8 @@ def score_batch(
         )
         scored = score_context(ctx, metrics)
         _add_scores(batch.scores, case.id, scored)
-        _add_sentences(batch.sentence_scores, case.id, scored)
+        for metric, score in scored:
+            _add_sentences(batch.sentence_scores, case.id, metric, score.detail)
         _add_labels(batch.labels, ctx)
         _add_chunks(batch.chunks, ctx)
     return batch

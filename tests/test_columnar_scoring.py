@@ -121,12 +121,13 @@ def test_the_sample_is_scored_in_columns_not_per_case(tmp_path: Path, monkeypatc
 
 
 def test_metrics_without_a_columnar_form_and_a_judge_score_per_case(tmp_path: Path) -> None:
-    """Embedding metrics have no columnar form (their rows come from their functions, models built for the
-    batch); with a judge, metrics that read a judge step and the labels table go per case as well."""
+    """Metrics without a columnar form (their rows come from their functions, models built for the batch)
+    beside one with a form that reads the encoder (semantic_similarity); with a judge, metrics that read a
+    judge step and the labels table go per case as well."""
     pairs = _sample_pairs(0)[:24]
     names = ["recall_any_at_k", "ndcg_at_k", "semantic_similarity", "recency_rule_ok", "grounding_presence_rate"]
     metrics = [get_metric(n) for n in names] + [m for m in DETERMINISTIC if m.family == "abstention"]
-    assert get_metric("semantic_similarity").columnar is None
+    assert get_metric("semantic_similarity").columnar is not None
     config = ScoringConfig(k=4)
     encoder = TextEncoder(_HashEmbedder(), EmbeddingCache(None, "hash@0"))
     _both(pairs, metrics, config, tmp_path, encoder=encoder)

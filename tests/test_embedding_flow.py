@@ -153,6 +153,10 @@ def test_embedding_stage_encodes_once_and_rescoring_encodes_nothing(inputs, lake
     assert scores["e3", "context_relevance"][1:3] == ("undefined", "no_chunks")
 
     assert _embedding_texts(con, first) == {"distinct": DISTINCT, "encoded": DISTINCT}
+    stages = dict(
+        fetch(con, "SELECT stage, value FROM run_metrics WHERE run_id = $r AND metric = 'stage_seconds'", r=first)
+    )
+    assert 0 < stages["embedding_encode"] <= stages["embedding"]  # the model's part of the stage, recorded
 
     # the same inputs again: a new run, nothing encoded, the same scores
     second = evaluate(

@@ -126,4 +126,4 @@ def test_sentence_scores_land_in_the_lake_beside_the_scores(tmp_path) -> None:
     assert rows and {r[0] for r in rows} == set(scores)  # one set of sentences per scored answer
     for case_id, worst, n, has_scoring, version in rows:
         assert worst == pytest.approx(scores[case_id])  # the continuous score is the worst sentence
-        assert n >= 1 and has_scoring and version == "2"
+        assert n >= 1 and has_scoring and version == get_metric("answer_hallucination").version == "3"

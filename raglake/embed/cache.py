@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -124,8 +125,6 @@ class TextEncoder:
 
     def encode(self, texts: Sequence[str], caller: str = "") -> np.ndarray:
         """Vectors aligned with `texts` (duplicates share one encoding)."""
-        import time
-
         keys = [text_key(t) for t in texts]
         distinct = dict(zip(keys, texts))
         found = self.cache.get(list(distinct)) if self.cache else {}

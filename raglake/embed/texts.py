@@ -14,6 +14,7 @@ import numpy as np
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.cache import TextEncoder, text_key
+from raglake.embed.cosine import grid, pair_cosines
 from raglake.schemas import FAILED_STATUSES, Capture, GoldenCase
 from raglake.text.sentences import split_sentences
 
@@ -82,14 +83,14 @@ def case_texts(case: GoldenCase, capture: Capture, k: int, kinds: Sequence[str] 
 
 
 def _distinct(cases: Iterable[CaseTexts | None], kinds: Sequence[str]) -> list[str]:
-    """Every distinct text of these kinds, in first-seen order (None: a failed capture, no texts)."""
-    seen: dict[str, str] = {}
+    """Every distinct text of these kinds, in first-seen order (None: a failed capture, no texts); by the string
+    itself (its hash is kept on the object), not text_key's sha256: equal texts have equal keys."""
+    seen: dict[str, None] = {}
     for texts in cases:
         if texts is not None:
             for kind in kinds:
-                for text in TEXT_KINDS[kind](texts):
-                    seen.setdefault(text_key(text), text)
-    return list(seen.values())
+                seen.update(dict.fromkeys(TEXT_KINDS[kind](texts)))
+    return list(seen)
 
 
 def collect_texts(pairs: Iterable[tuple[GoldenCase, Capture]], k: int, metrics: Iterable[ReadsTexts]) -> list[str]:
@@ -160,6 +161,16 @@ class VectorTable:
         if not texts:
             return np.zeros((0, self.matrix.shape[1]), dtype=np.float32)
         return self.matrix[[self._row(t) for t in texts]]
+
+    def cosines(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """cos(left[i], right[i]) for every i (raglake.embed.cosine, the vector metrics' one routine)."""
+        rows = [self._row(t) for t in [*left, *right]]
+        return pair_cosines(self.matrix, rows[: len(left)], self.matrix, rows[len(left) :])
+
+    def cosine_grid(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """cos(left[i], right[j]) as a len(left) x len(right) array (the same routine)."""
+        i, j = grid(len(left), len(right))
+        return self.cosines([left[x] for x in i], [right[x] for x in j]).reshape(len(left), len(right))
 
     def subset(self, texts: Iterable[str]) -> VectorTable:
         """Only the rows these texts need (what one scoring batch carries)."""

@@ -5,6 +5,7 @@ any of it can be read."""
 from raglake.metrics import (  # noqa: F401
     abstention,
     assertions,
+    columnar_vectors,
     coverage,
     embedding,
     judge,

@@ -40,6 +40,7 @@ class Column:
         self._codes: dict[str, int] = {}
         self.deferred = np.zeros(n, dtype=bool)
         self.meta: dict[str, np.ndarray] = {}  # SCORE_META fields, set by score() only
+        self.details: dict[int, tuple] = {}  # row -> Score.detail (per-sentence scores), set by score() only
 
     def code(self, text: str | None) -> int:
         if text is None:
@@ -83,6 +84,8 @@ class Column:
                 if name not in self.meta:
                     self.meta[name] = np.full(len(self.value), -1, dtype=np.int32)
                 self.meta[name][row] = self.code(value)
+        if score.detail:
+            self.details[row] = score.detail
         self.deferred[row] = False
 
 
@@ -134,12 +137,30 @@ class BatchContext:
         self.golden, self.captures = batch.golden, batch.captures
         self._contexts: dict[int, CaseContext] = {}
         self._cache: dict[str, Any] = {}
-        self.embeddings: Any = None  # the batch's EmbeddingInputs, when metrics scored per case need them
+        self.encoder: Any = None  # the run's TextEncoder (raglake.embed.cache), which the vector forms read
+        self._embeddings: Any = None
+        self._make_embeddings: Callable[[], Any] | None = None
+
+    @property
+    def embeddings(self) -> Any:
+        """The batch's EmbeddingInputs for the metrics scored per case (and rows a form leaves to its
+        metric), made on first use: the models and vectors they need cost nothing when no row asks."""
+        if self._embeddings is None and self._make_embeddings is not None:
+            self._embeddings, self._make_embeddings = self._make_embeddings(), None
+        return self._embeddings
+
+    @embeddings.setter
+    def embeddings(self, value: Any) -> None:
+        self._embeddings, self._make_embeddings = value, None
+
+    def embeddings_when_asked(self, make: Callable[[], Any]) -> None:
+        self._embeddings, self._make_embeddings = None, make
 
     def with_config(self, config: ScoringConfig) -> BatchContext:
         """The same batch at other scoring settings (a metric variant's): nothing worked out is shared."""
         other = BatchContext(self.batch, config, known_docs=self.known_docs, judge=self.judge)
-        other.embeddings = self.embeddings
+        other.encoder = self.encoder
+        other._embeddings, other._make_embeddings = self._embeddings, self._make_embeddings
         return other
 
     def context(self, row: int) -> CaseContext:

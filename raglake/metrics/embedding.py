@@ -1,6 +1,10 @@
 """Embedding metrics (METRICS.md §4; seeds 003 and 004): cosine on normalised vectors of the run's
 embedder, read from the run's vector table (every distinct text encoded once), and BERTScore.
-Each cosine metric declares the kinds of text it reads (`texts=`): the run encodes only those."""
+Each cosine metric declares the kinds of text it reads (`texts=`): the run encodes only those.
+
+Versions: the cosine metrics' version 2 (answer_hallucination's 3) takes every cosine from one routine,
+raglake.embed.cosine (accumulated in float64), which their columnar forms (raglake.metrics.columnar_vectors)
+share, so both paths give the same floats; values moved by less than 1e-7 from the float32 products before."""
 
 from __future__ import annotations
 
@@ -33,12 +37,13 @@ def _chunk_texts(ctx: CaseContext) -> list[str]:
 
 
 def _question_chunk_cosines(ctx: CaseContext) -> np.ndarray:
-    table = _table(ctx)
-    return table.many(_chunk_texts(ctx)) @ table.vec(ctx.case.question)
+    chunks = _chunk_texts(ctx)
+    return _table(ctx).cosines([ctx.case.question] * len(chunks), chunks)
 
 
 @register(
     "context_relevance",
+    version="2",  # cosines in float64 (raglake.embed.cosine)
     scale="cosine",
     higher_is_better=True,
     inputs=("question", "retrieved", "vectors"),
@@ -50,11 +55,12 @@ def context_relevance(ctx: CaseContext) -> Score:
     """Mean cos(question, chunk) over the top-K chunks retrieved."""
     if not _chunk_texts(ctx):
         return Score.undefined("no_chunks")
-    return _ok(ctx, _question_chunk_cosines(ctx).mean())
+    return _ok(ctx, sum(_question_chunk_cosines(ctx).tolist()) / len(_chunk_texts(ctx)))
 
 
 @register(
     "context_sufficiency",
+    version="2",  # cosines in float64 (raglake.embed.cosine)
     scale="0-1",
     higher_is_better=True,
     inputs=("question", "retrieved", "vectors"),
@@ -72,6 +78,7 @@ def context_sufficiency(ctx: CaseContext) -> Score:
 
 @register(
     "answer_relevance_emb",
+    version="2",  # cosines in float64 (raglake.embed.cosine)
     scale="cosine",
     higher_is_better=True,
     inputs=("question", "answer", "vectors"),
@@ -85,8 +92,7 @@ def answer_relevance_emb(ctx: CaseContext) -> Score:
         return Score.undefined("empty_answer")
     if ctx.abstained:
         return Score.undefined("abstained")
-    table = _table(ctx)
-    return _ok(ctx, table.vec(ctx.case.question) @ table.vec(ctx.capture.answer))
+    return _ok(ctx, _table(ctx).cosines([ctx.case.question], [ctx.capture.answer])[0])
 
 
 def _answer_reference(ctx: CaseContext) -> float | Score:
@@ -94,12 +100,12 @@ def _answer_reference(ctx: CaseContext) -> float | Score:
         return Score.undefined("empty_answer")
     if not (ctx.case.reference_answer or "").strip():
         return Score.undefined("no_reference")
-    table = _table(ctx)
-    return float(table.vec(ctx.capture.answer) @ table.vec(ctx.case.reference_answer))
+    return float(_table(ctx).cosines([ctx.capture.answer], [ctx.case.reference_answer])[0])
 
 
 @register(
     "answer_correctness_emb",
+    version="2",  # cosines in float64 (raglake.embed.cosine)
     scale="cosine",
     higher_is_better=True,
     inputs=("answer", "reference_answer", "vectors"),
@@ -117,6 +123,7 @@ def answer_correctness_emb(ctx: CaseContext) -> Score:
 
 @register(
     "semantic_similarity",
+    version="2",  # cosines in float64 (raglake.embed.cosine)
     family="embedding",
     seed="004",
     scale="0-1",
@@ -144,9 +151,7 @@ def _answer_support(ctx: CaseContext) -> list[SentenceScore] | Score:
         return Score.undefined("no_chunks")
     sentences = answer_sentences(ctx.capture.answer)
     table = _table(ctx)
-    return sentence_support(
-        sentences, table.many(sentences), context, table.many(context.sentences), ctx.config.theta_h
-    )
+    return sentence_support(sentences, table.cosine_grid(sentences, context.sentences), context, ctx.config.theta_h)
 
 
 _SUPPORT = dict(
@@ -157,7 +162,7 @@ _SUPPORT = dict(
 )
 
 
-@register("answer_hallucination", version="2", scale="0-1", higher_is_better=False, headline=True, **_SUPPORT)
+@register("answer_hallucination", version="3", scale="0-1", higher_is_better=False, headline=True, **_SUPPORT)
 def answer_hallucination(ctx: CaseContext) -> Score:
     """Share of answer sentences with support < θh (0.7): 0.7·best cos to a chunk sentence + 0.3·word coverage.
 
@@ -171,7 +176,7 @@ def answer_hallucination(ctx: CaseContext) -> Score:
     )
 
 
-@register("answer_hallucination_score", scale="0-1", higher_is_better=False, **_SUPPORT)
+@register("answer_hallucination_score", version="2", scale="0-1", higher_is_better=False, **_SUPPORT)
 def answer_hallucination_score(ctx: CaseContext) -> Score:
     """max over answer sentences of 1 − support: the least supported sentence, continuous (pick your own threshold)."""
     scored = _answer_support(ctx)
@@ -180,6 +185,7 @@ def answer_hallucination_score(ctx: CaseContext) -> Score:
 
 @register(
     "answer_hallucination_chunk_cos",
+    version="2",  # cosines in float64 (raglake.embed.cosine)
     scale="0-1",
     higher_is_better=False,
     inputs=("answer", "retrieved", "vectors"),
@@ -198,7 +204,7 @@ def answer_hallucination_chunk_cos(ctx: CaseContext) -> Score:
         return Score.undefined("no_chunks")
     sentences = answer_sentences(ctx.capture.answer)
     table = _table(ctx)
-    best = (table.many(sentences) @ table.many(chunks).T).max(axis=1)
+    best = table.cosine_grid(sentences, chunks).max(axis=1)
     return _ok(ctx, (best < ctx.config.theta_h_chunk_cos).mean())
 
 

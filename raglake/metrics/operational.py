@@ -156,7 +156,8 @@ def stage_seconds(run: RunInputs) -> list[RunValue]:
     """Wall time of each of raglake's own stages: inputs, capture, embedding, judge, scoring.
 
     inputs: loading and checking the golden set and the target (before the flow, when the command line
-    checked them); capture: staging the batches and capturing."""
+    checked them); capture: staging the batches and capturing; embedding_encode: of the embedding stage, the
+    model's encode calls (the rest is waiting for the model's load and reading the staged texts)."""
     return [RunValue("stage_seconds", s, stage, len(run.captures), "seconds") for stage, s in run.stage_seconds.items()]
 
 

@@ -44,29 +44,28 @@ class ContextSentences:
 
 
 def sentence_support(
-    answer_sentences: list[str],
-    sentence_vectors: np.ndarray,
-    context: ContextSentences,
-    context_vectors: np.ndarray,
-    theta: float,
+    answer_sentences: list[str], sims: np.ndarray, context: ContextSentences, theta: float
 ) -> list[SentenceScore]:
-    """Per answer sentence: h(s) = 1 − support(s), flagged when support < θ, with its two parts."""
-    sims = sentence_vectors @ context_vectors.T  # (answer sentences, context sentences)
-    out = []
-    for i, sentence in enumerate(answer_sentences):
-        best = int(np.argmax(sims[i]))
-        cos = float(sims[i, best])
-        cov = coverage(content_words(sentence), context.words)
-        support = min(1.0, max(0.0, (1 - LEXICAL_WEIGHT) * cos + LEXICAL_WEIGHT * (1.0 if cov is None else cov)))
-        out.append(
-            SentenceScore(
-                index=i,
-                sentence=sentence,
-                value=1.0 - support,
-                flagged=support < theta,
-                best_cos=cos,
-                coverage=cov,
-                best_rank=context.ranks[best],
-            )
-        )
-    return out
+    """Per answer sentence: h(s) = 1 − support(s), flagged when support < θ, with its two parts; `sims`:
+    the cosines of the answer sentences (rows) to the context sentences (columns)."""
+    best = sims.argmax(axis=1) if sims.size else np.zeros(len(answer_sentences), dtype=np.intp)
+    return [
+        supported(i, sentence, float(sims[i, best[i]]), context.ranks[best[i]], context.words, theta)
+        for i, sentence in enumerate(answer_sentences)
+    ]
+
+
+def supported(index: int, sentence: str, cos: float, rank: int, words: set[str], theta: float) -> SentenceScore:
+    """One answer sentence's score from its best cosine to a context sentence and the context's content words
+    (the per-case path and the columnar form share it)."""
+    cov = coverage(content_words(sentence), words)
+    support = min(1.0, max(0.0, (1 - LEXICAL_WEIGHT) * cos + LEXICAL_WEIGHT * (1.0 if cov is None else cov)))
+    return SentenceScore(
+        index=index,
+        sentence=sentence,
+        value=1.0 - support,
+        flagged=support < theta,
+        best_cos=cos,
+        coverage=cov,
+        best_rank=rank,
+    )

@@ -10,11 +10,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.bertscore import BertScore, idf_weights
 from raglake.embed.cache import TextEncoder
 from raglake.embed.encoders import bert_scorer, get_embedder, text_encoder
 from raglake.embed.model import resolve_device
-from raglake.embed.texts import VectorTable, collect_texts
+from raglake.embed.texts import VectorTable, collect_batch_texts, collect_texts
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
 from raglake.metrics.registry import Metric
@@ -115,6 +116,18 @@ def reference_idf(encoder: TextEncoder, references: Sequence[str], layer: int | 
     """idf over the run's distinct non-empty reference answers (BERTScore's optional weighting)."""
     refs = list(dict.fromkeys(r for r in references if r and r.strip()))
     return idf_weights(bert_scorer(encoder.embedder, layer).token_ids(refs))
+
+
+def batch_vectors(
+    batch: ColumnarBatch, metrics: Sequence[Metric], config: ScoringConfig, encoder: TextEncoder | None
+) -> EmbeddingInputs | None:
+    """prepare_embeddings' vector table for a columnar batch, its texts read from the columns (no model is
+    built): what the rows a vector metric's columnar form leaves to its function read."""
+    if not needs_vectors(metrics):
+        return None
+    if encoder is None:
+        raise ConfigError("embedding metrics were selected but no embedder was given")
+    return EmbeddingInputs(VectorTable.encode(encoder, collect_batch_texts([batch], config.k, metrics)))
 
 
 def prepare_embeddings(

@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.lake.tables import TABLES, TableSpec, to_arrow
-from raglake.metrics.columnar import BatchContext, Column
+from raglake.metrics.columnar import OK, BatchContext, Column
 from raglake.metrics.columnar_rows import chunk_arrays, label_arrays, score_arrays
 from raglake.metrics.context import CaseContext, Label, ScoringConfig
-from raglake.metrics.registry import Metric, Score
-from raglake.pipeline.embedding import prepare_embeddings
+from raglake.metrics.registry import Metric, Score, SentenceScore
+from raglake.pipeline.embedding import batch_vectors, prepare_embeddings
 from raglake.schemas import ANSWER_LABELS, CHUNK_LABELS, Capture, GoldenCase
 
 # the lake's schemas are the one definition of these columns; landing adds a scoring's id, time and
@@ -136,13 +136,12 @@ def score_context(ctx: CaseContext, metrics: Sequence[Metric]) -> list[tuple[Met
     return [(m, precondition(m, ctx.case, ctx.capture) or m.fn(ctx)) for m in metrics]
 
 
-def _add_sentences(out: dict[str, list[Any]], case_id: str, scored: list[tuple[Metric, Score]]) -> None:
+def _add_sentences(out: dict[str, list[Any]], case_id: str, metric: Metric, detail: Sequence[SentenceScore]) -> None:
     """The per-sentence scores some metrics return with their value (Score.detail)."""
-    for metric, score in scored:
-        for d in score.detail:
-            row = (case_id, metric.name, metric.version, d.index, d.sentence, d.value)
-            for col, value in zip(SENTENCE_COLUMNS, (*row, d.flagged, d.best_cos, d.coverage, d.best_rank)):
-                out[col].append(value)
+    for d in detail:
+        row = (case_id, metric.name, metric.version, d.index, d.sentence, d.value)
+        for col, value in zip(SENTENCE_COLUMNS, (*row, d.flagged, d.best_cos, d.coverage, d.best_rank)):
+            out[col].append(value)
 
 
 def _add_labels(out: dict[str, list[Any]], ctx: CaseContext) -> None:
@@ -196,9 +195,14 @@ def score_columnar(
     (Metric.columnar; one that reads a judge step only when no judge is configured) scores every case at
     once; the others, and the rows a form leaves to its metric, run per case on models built for them."""
     bc = BatchContext(batch, config, known_docs=known_docs, judge=judge)
+    bc.encoder = encoder
     per_case = [m for m in metrics if not _vectorised(m, judge)]
+    # the vector forms leave some rows to their functions: those read the batch's vector table too
+    wanting = per_case + [m for m in metrics if m.texts and m not in per_case]
     if per_case:
-        bc.embeddings = prepare_embeddings(batch.pairs(), per_case, config, encoder, idf)
+        bc.embeddings = prepare_embeddings(batch.pairs(), wanting, config, encoder, idf)
+    elif wanting:  # made only if such a row comes, from the columns
+        bc.embeddings_when_asked(lambda: batch_vectors(batch, wanting, config, encoder))
     sentences = _columns(SENTENCE_COLUMNS)
     columns = [_metric_column(bc, m, judge, sentences) for m in metrics]
     return ScoredBatch(
@@ -231,10 +235,12 @@ def _metric_column(
         col.undefined(other, "not_answerable" if metric.applies_to == "answerable" else "answerable")
         col.deferred[other] = False
     for row in np.flatnonzero(col.deferred).tolist():
-        ctx = bc.context(row)
-        score = metric.fn(ctx)
-        col.score(row, score)
-        _add_sentences(sentences, ctx.case.id, [(metric, score)])
+        col.score(row, metric.fn(bc.context(row)))
+    if col.details:  # per-sentence scores, in case order, of the rows still scored
+        ids = bc.cached("case_ids", lambda: bc.batch.case_ids.to_pylist())
+        for row in sorted(col.details):
+            if col.status[row] == OK:
+                _add_sentences(sentences, ids[row], metric, col.details[row])
     return col
 
 
