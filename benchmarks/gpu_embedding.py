@@ -3,15 +3,17 @@ item 3), made to run on a lent machine that has torch and sentence-transformers 
 package, Prefect or DuckDB (the code path below needs neither).
 
     python benchmarks/gpu_embedding.py [--device cuda] [--cases 20000] [--repeat 5]
-        [--model-dir .gpumodel] [--random-weights] [--metrics a,b] [--json FILE]
+        [--model-dir .gpumodel] [--random-weights] [--metrics a,b] [--cli N] [--json FILE]
 
 Inputs: --cases golden cases and captures of the sample style (benchmarks/embedding_inputs.py, seeded),
 staged as the flow stages them: canonical JSON lines (models' dumps) in batches of the flow's automatic
 batch size (raglake.pipeline.settings.auto_batch_size: 1,000 cases for 20,000). Metrics: the built-in
 ones that read the run's vector table (declare `texts=`), as a run with no --metrics computes them.
-With --repeat R, (a) and (b)+(c) run R times, interleaved (the order alternating); best and median shown:
+With --repeat R, (a), (a') and (b)+(c) run R times, interleaved (the order rotating); best and median shown:
   (a) raw: `SentenceTransformer.encode(distinct, batch_size=64, normalize_embeddings=True)` of the
       distinct texts (b) collects, the model object raglake itself uses on the device;
+  (a') the same raw encode at the embedder's own batch size on the device (Embedder.batch_size: 256 off the
+      cpu), like for like with (b)'s model call;
   (b) the embedding stage, as the flow's embed-texts task runs it (tasks/embed.py): the staged files read
       as columns and `collect_batch_texts`, then one `TextEncoder.encode` through an empty in-memory
       `EmbeddingCache` (each run starts without memoised sentence splits or text keys, as a process does);
@@ -19,8 +21,9 @@ With --repeat R, (a) and (b)+(c) run R times, interleaved (the order alternating
   (c) the scoring stage, as the score-batch task runs it (tasks/score.py): each batch read with
       `ColumnarBatch.from_files(canonical=True)` and `score_columnar(...).tables()` with that encoder (every
       vector in memory); split into reading, the batch's vector table (`prepare_embeddings`, timed through
-      a wrapper), the metrics' per-case functions (timed through wrappers, per metric) and the rest
+      a wrapper), the metrics' columnar forms and per-case functions (timed through wrappers, per metric) and the rest
       (each row's models, Arrow tables). Staging the scored tables (Parquet) is not timed.
+--cli N: then `raglake run` itself on the same inputs and model, N times (benchmarks/gpu_embedding_cli.py).
 The model (--model-dir): a folder packed by benchmarks/gpu_model.py (weights rounded to float16 to travel,
 widened back to float32 here, checked against the float32 model's vectors of a few texts) or any
 sentence-transformers folder; --random-weights: random float32 weights of the same architecture.
@@ -46,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 from embedding_inputs import load_inputs  # noqa: E402
+from gpu_embedding_cli import cli_lines, run_cli  # noqa: E402
 from gpu_model import materialise, reference_check  # noqa: E402
 from gpu_report import report_lines  # noqa: E402
 
@@ -196,7 +200,8 @@ class Timed:
 def score_stage(paths, metrics, config, encoder, keep_scores: bool = False) -> dict:  # noqa: ANN001
     """(c): what tasks/score.py does with each batch up to its tables, timed in parts."""
     fns = {m.name: Timed(m.fn) for m in metrics}
-    timed = [dataclasses.replace(m, fn=fns[m.name]) for m in metrics]
+    forms = {m.name: Timed(m.columnar) for m in metrics if m.columnar is not None}
+    timed = [dataclasses.replace(m, fn=fns[m.name], columnar=forms.get(m.name)) for m in metrics]
     prepare = scoring.prepare_embeddings
     scoring.prepare_embeddings = vectors = Timed(prepare)
     read = score = 0.0
@@ -214,21 +219,28 @@ def score_stage(paths, metrics, config, encoder, keep_scores: bool = False) -> d
     finally:
         scoring.prepare_embeddings = prepare
     metric_s = sum(f.seconds for f in fns.values())
+    form_s = sum(f.seconds for f in forms.values())
     return {
         "read": read,
         "score_columnar": score,
         "total": read + score,
         "vector_table": vectors.seconds,
         "metric_functions": metric_s,
-        "rest": score - vectors.seconds - metric_s,
-        "per_metric": {name: f.seconds for name, f in fns.items()},
+        "columnar_forms": form_s,
+        "rest": score - vectors.seconds - metric_s - form_s,
+        "per_metric": {name: f.seconds + (forms[name].seconds if name in forms else 0.0) for name, f in fns.items()},
         "scores": pa.concat_tables(tables) if tables else None,
     }
 
 
-def raw_encode(embedder, texts: list[str]) -> float:  # noqa: ANN001
+def raw_encode(embedder, texts: list[str], batch_size: int = 64) -> float:  # noqa: ANN001
     t0 = time.perf_counter()
-    embedder.sentence_transformer.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    model = embedder.sentence_transformer
+    model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+    if embedder.device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
     return time.perf_counter() - t0
 
 
@@ -236,6 +248,7 @@ def warm_up(paths, embedder, metrics, config) -> list[str]:  # noqa: ANN001
     """The model's kernels, the tokenizer and every import on the path, on the first batch; its texts."""
     first = embed_stage(paths[:1], embedder, metrics, config.k)
     raw_encode(embedder, first["distinct"][:512])
+    raw_encode(embedder, first["distinct"][:512], embedder.batch_size)
     score_stage(paths[:1], metrics, config, first["encoder"])
     return first["distinct"]
 
@@ -245,25 +258,32 @@ def measure(paths, embedder, metrics, config, repeat: int) -> dict:  # noqa: ANN
     embedding, on the encoder (b) filled."""
     import torch
 
-    runs: dict[str, list] = {"raw": [], "embed": [], "score": []}
+    runs: dict[str, list] = {"raw": [], "raw_own": [], "embed": [], "score": []}
     columns = (ColumnarBatch.from_files(c, x, canonical=True) for c, x in paths)
     distinct = collect_batch_texts(columns, config.k, metrics)  # what (a) encodes: the texts (b) collects
+    order = ("raw", "raw_own", "flow")
     for rep in range(repeat):
-        for which in ("raw", "flow") if rep % 2 == 0 else ("flow", "raw"):
+        for which in order[rep % 3 :] + order[: rep % 3]:
             if which == "raw":
                 runs["raw"].append(raw_encode(embedder, distinct))
-                continue
-            embed = embed_stage(paths, embedder, metrics, config.k)
-            runs["score"].append(score_stage(paths, metrics, config, embed.pop("encoder"), rep == repeat - 1))
-            embed.pop("distinct")
-            runs["embed"].append(embed)
+            elif which == "raw_own":
+                runs["raw_own"].append(raw_encode(embedder, distinct, embedder.batch_size))
+            else:
+                embed = embed_stage(paths, embedder, metrics, config.k)
+                runs["score"].append(score_stage(paths, metrics, config, embed.pop("encoder"), rep == repeat - 1))
+                embed.pop("distinct")
+                runs["embed"].append(embed)
             if embedder.device == "cuda":
                 torch.cuda.synchronize()
         print(
-            f"run {rep + 1}/{repeat}: (a) raw {runs['raw'][-1]:.2f} s, (b) embedding stage "
-            f"{runs['embed'][-1]['total']:.2f} s, (c) scoring {runs['score'][-1]['total']:.2f} s",
+            f"run {rep + 1}/{repeat}: (a) raw {runs['raw'][-1]:.2f} s, (a') raw at {embedder.batch_size} "
+            f"{runs['raw_own'][-1]:.2f} s, (b) embedding stage {runs['embed'][-1]['total']:.2f} s, "
+            f"(c) scoring {runs['score'][-1]['total']:.2f} s",
             flush=True,
         )
+    sweep = {size: raw_encode(embedder, distinct, size) for size in (32, 64, 128, 256, 512, 1024)}
+    print("raw encode by batch size (once each): " + ", ".join(f"{b}: {t:.2f} s" for b, t in sweep.items()), flush=True)
+    runs["sweep"] = sweep
     return {"texts": len(distinct), "runs": runs}
 
 
@@ -274,7 +294,7 @@ def summarise(result: dict) -> dict:
     def stat(values: list[float]) -> dict:
         return {"best": min(values), "median": statistics.median(values), "runs": values}
 
-    out = {"raw": stat(runs["raw"])}
+    out = {"raw": stat(runs["raw"]), "raw_own": stat(runs["raw_own"]), "sweep": runs["sweep"]}
     for stage in ("embed", "score"):
         keys = [k for k, v in runs[stage][0].items() if isinstance(v, float)]
         out[stage] = {k: stat([r[k] for r in runs[stage]]) for k in keys}
@@ -284,7 +304,9 @@ def summarise(result: dict) -> dict:
     out["ratios"] = {
         "throughput_b_over_a": raw / embed,
         "throughput_b_over_a_median": out["raw"]["median"] / out["embed"]["total"]["median"],
-        "encode_only_over_a": raw / out["embed"]["encode"]["best"],
+        "b_over_a_own": out["raw_own"]["best"] / embed,
+        "b_over_a_own_median": out["raw_own"]["median"] / out["embed"]["total"]["median"],
+        "encode_only_over_a_own": out["raw_own"]["best"] / out["embed"]["encode"]["best"],
         "goal": GOAL,
         "met": raw / embed >= GOAL,
         "encode_share": embed / (embed + score),
@@ -317,6 +339,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--model-dir", type=Path, default=ROOT / ".gpumodel", help="packed or ordinary model folder")
     ap.add_argument("--random-weights", action="store_true", help="random weights of the folder's architecture")
     ap.add_argument("--metrics", help="comma-separated (default: every built-in metric that reads vectors)")
+    ap.add_argument("--cli", type=int, default=0, help="also `raglake run` on the same inputs, this many times")
     ap.add_argument("--json", type=Path, help="where the figures go (default: $OUT/gpu_embedding.json if $OUT)")
     args = ap.parse_args(argv)
     if args.json is None and os.environ.get("OUT"):
@@ -364,6 +387,9 @@ def run(args: argparse.Namespace, device: str, folder: Path) -> dict:
     }
     for r in result["runs"]["score"]:
         r.pop("scores", None)
+    if args.cli:  # after the library path, so its runs do not share the GPU with the CLI's
+        names = [m.name for m in metrics]
+        figures["cli"] = run_cli(paths, folder / "all-MiniLM-L6-v2", device, names, args.chunks, args.cli)
     if device == "cuda":
         import torch
 
@@ -380,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         figures = run(args, device, Path(tmp))
     figures["wall_s"] = time.perf_counter() - started
     figures["environment"]["load_average"] = os.getloadavg()[0]
-    print("\n".join(report_lines(figures)), flush=True)
+    lines = report_lines(figures)
+    lines[-1:-1] = cli_lines(figures.get("cli", {}), figures["timings"]["raw"]["best"], len(lines[-1]))
+    print("\n".join(lines), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
