@@ -1,5 +1,6 @@
-"""Sentence support without an LLM (answer_hallucination, version 2): how well the top-K chunks back each
-answer sentence, from the run's sentence vectors and the words the sentence shares with the chunks.
+"""Sentence support without an LLM (answer_hallucination since version 2; version 3 takes its cosines in
+float64): how well the top-K chunks back each answer sentence, from the run's sentence vectors and the
+words the sentence shares with the chunks.
 
     support(s) = clip((1 − α)·max_c cos(s, c) + α·coverage(s), 0, 1),    h(s) = 1 − support(s)
 
