@@ -7,6 +7,7 @@ chunks follow Python's sum() (ordered_sums), as the functions take them. Rows wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -106,6 +107,7 @@ class BatchTexts:
         sizes = np.array([len(s) for s in self.sentences], dtype=np.intp)
         return np.repeat(np.arange(self.n), sizes), self.vectors([s for case in self.sentences for s in case])
 
+    @cached_property
     def question_chunk_cosines(self) -> np.ndarray:
         q, c = self.question, self.chunk_vectors
         return pair_cosines(q.matrix, q.rows[self.chunks[0]], c.matrix, c.rows)
@@ -148,24 +150,31 @@ def _answer_reasons(col: Column, t: BatchTexts, *, abstention: bool = True) -> n
     return rows
 
 
-@columnar_form("context_relevance")
-def _context_relevance(bc: BatchContext) -> Column:
+def _over_chunks(bc: BatchContext, value: Callable[[BatchTexts, np.ndarray], np.ndarray]) -> Column:
+    """no_chunks without a non-blank top-K chunk, else value(texts, has) from the question-chunk cosines."""
     t, col = _texts(bc), Column(bc.n)
     has = t.n_chunks > 0
     col.undefined(~has, "no_chunks")
-    sums = ordered_sums(t.chunks[0], t.question_chunk_cosines(), bc.n)
-    _ok(col, has, np.divide(sums, t.n_chunks, out=np.zeros(bc.n), where=has), t.encoder.embedder.key)
+    _ok(col, has, value(t, has), t.encoder.embedder.key)
     return col
+
+
+@columnar_form("context_relevance")
+def _context_relevance(bc: BatchContext) -> Column:
+    def mean(t: BatchTexts, has: np.ndarray) -> np.ndarray:
+        sums = ordered_sums(t.chunks[0], t.question_chunk_cosines, bc.n)
+        return np.divide(sums, t.n_chunks, out=np.zeros(bc.n), where=has)
+
+    return _over_chunks(bc, mean)
 
 
 @columnar_form("context_sufficiency")
 def _context_sufficiency(bc: BatchContext) -> Column:
-    t, col = _texts(bc), Column(bc.n)
-    has = t.n_chunks > 0
-    col.undefined(~has, "no_chunks")
-    above = t.question_chunk_cosines() >= bc.config.theta_s
-    _ok(col, has, np.bincount(t.chunks[0][above], minlength=bc.n) / bc.k, t.encoder.embedder.key)
-    return col
+    def share(t: BatchTexts, _has: np.ndarray) -> np.ndarray:
+        above = t.question_chunk_cosines >= bc.config.theta_s
+        return np.bincount(t.chunks[0][above], minlength=bc.n) / bc.k
+
+    return _over_chunks(bc, share)
 
 
 @columnar_form("answer_relevance_emb")
