@@ -37,7 +37,6 @@ import dataclasses
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ import pyarrow as pa  # noqa: E402
 from embedding_inputs import load_inputs  # noqa: E402
 from gpu_embedding_cli import cli_lines, run_cli  # noqa: E402
 from gpu_model import materialise, reference_check  # noqa: E402
-from gpu_report import report_lines  # noqa: E402
+from gpu_report import metric_values, report_lines, summarise  # noqa: E402
 
 from raglake.columnar.batch import ColumnarBatch  # noqa: E402
 from raglake.embed.cache import EmbeddingCache, TextEncoder, text_key  # noqa: E402
@@ -64,8 +63,6 @@ from raglake.metrics.registry import get_metric, select_metrics  # noqa: E402
 from raglake.pipeline import scoring  # noqa: E402
 from raglake.schemas import Capture, GoldenCase  # noqa: E402
 from raglake.text import sentences, words  # noqa: E402
-
-GOAL = 0.8  # throughput of (b) against (a), at least
 
 
 def auto_batch_size(n_cases: int, given: int | None) -> int:
@@ -285,46 +282,6 @@ def measure(paths, embedder, metrics, config, repeat: int) -> dict:  # noqa: ANN
     print("raw encode by batch size (once each): " + ", ".join(f"{b}: {t:.2f} s" for b, t in sweep.items()), flush=True)
     runs["sweep"] = sweep
     return {"texts": len(distinct), "runs": runs}
-
-
-def summarise(result: dict) -> dict:
-    """Best and median of every timed part; the ratios."""
-    runs = result["runs"]
-
-    def stat(values: list[float]) -> dict:
-        return {"best": min(values), "median": statistics.median(values), "runs": values}
-
-    out = {"raw": stat(runs["raw"]), "raw_own": stat(runs["raw_own"]), "sweep": runs["sweep"]}
-    for stage in ("embed", "score"):
-        keys = [k for k, v in runs[stage][0].items() if isinstance(v, float)]
-        out[stage] = {k: stat([r[k] for r in runs[stage]]) for k in keys}
-    names = runs["score"][0]["per_metric"]
-    out["per_metric"] = {n: stat([r["per_metric"][n] for r in runs["score"]]) for n in names}
-    raw, embed, score = out["raw"]["best"], out["embed"]["total"]["best"], out["score"]["total"]["best"]
-    out["ratios"] = {
-        "throughput_b_over_a": raw / embed,
-        "throughput_b_over_a_median": out["raw"]["median"] / out["embed"]["total"]["median"],
-        "b_over_a_own": out["raw_own"]["best"] / embed,
-        "b_over_a_own_median": out["raw_own"]["median"] / out["embed"]["total"]["median"],
-        "encode_only_over_a_own": out["raw_own"]["best"] / out["embed"]["encode"]["best"],
-        "goal": GOAL,
-        "met": raw / embed >= GOAL,
-        "encode_share": embed / (embed + score),
-        "scoring_share": score / (embed + score),
-    }
-    return out
-
-
-def metric_values(scores) -> dict:  # noqa: ANN001 - the last run's scores table (pyarrow)
-    """Per metric: how many cases it scored `ok` and the mean of those values."""
-    out: dict[str, dict] = {}
-    columns = (scores.column(c).to_pylist() for c in ("metric", "value", "status"))
-    for name, value, status in zip(*columns):
-        row = out.setdefault(name, {"ok": 0, "sum": 0.0})
-        if status == "ok":
-            row["ok"] += 1
-            row["sum"] += value
-    return {n: {"ok": r["ok"], "mean": r["sum"] / r["ok"] if r["ok"] else None} for n, r in sorted(out.items())}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

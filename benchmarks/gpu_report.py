@@ -1,7 +1,11 @@
-"""The table benchmarks/gpu_embedding.py prints from its figures (the same figures go to its JSON)."""
+"""The figures benchmarks/gpu_embedding.py makes of its runs (best and median, ratios, the last run's values)
+and the table it prints of them (the same figures go to its JSON)."""
 
 from __future__ import annotations
 
+import statistics
+
+GOAL = 0.8  # throughput of (b) against (a), at least
 W = 104
 LIKE = "throughput (b)/(a'), best; medians"
 ENCODE_ONLY = "throughput encode only / (a'), best"
@@ -102,3 +106,43 @@ def _values(f: dict) -> list[str]:
 
 def report_lines(figures: dict) -> list[str]:
     return _head(figures) + _stages(figures) + _ratios(figures) + _values(figures)
+
+
+def summarise(result: dict) -> dict:
+    """Best and median of every timed part; the ratios."""
+    runs = result["runs"]
+
+    def stat(values: list[float]) -> dict:
+        return {"best": min(values), "median": statistics.median(values), "runs": values}
+
+    out = {"raw": stat(runs["raw"]), "raw_own": stat(runs["raw_own"]), "sweep": runs["sweep"]}
+    for stage in ("embed", "score"):
+        keys = [k for k, v in runs[stage][0].items() if isinstance(v, float)]
+        out[stage] = {k: stat([r[k] for r in runs[stage]]) for k in keys}
+    names = runs["score"][0]["per_metric"]
+    out["per_metric"] = {n: stat([r["per_metric"][n] for r in runs["score"]]) for n in names}
+    raw, embed, score = out["raw"]["best"], out["embed"]["total"]["best"], out["score"]["total"]["best"]
+    out["ratios"] = {
+        "throughput_b_over_a": raw / embed,
+        "throughput_b_over_a_median": out["raw"]["median"] / out["embed"]["total"]["median"],
+        "b_over_a_own": out["raw_own"]["best"] / embed,
+        "b_over_a_own_median": out["raw_own"]["median"] / out["embed"]["total"]["median"],
+        "encode_only_over_a_own": out["raw_own"]["best"] / out["embed"]["encode"]["best"],
+        "goal": GOAL,
+        "met": raw / embed >= GOAL,
+        "encode_share": embed / (embed + score),
+        "scoring_share": score / (embed + score),
+    }
+    return out
+
+
+def metric_values(scores) -> dict:  # noqa: ANN001 - the last run's scores table (pyarrow)
+    """Per metric: how many cases it scored `ok` and the mean of those values."""
+    out: dict[str, dict] = {}
+    columns = (scores.column(c).to_pylist() for c in ("metric", "value", "status"))
+    for name, value, status in zip(*columns):
+        row = out.setdefault(name, {"ok": 0, "sum": 0.0})
+        if status == "ok":
+            row["ok"] += 1
+            row["sum"] += value
+    return {n: {"ok": r["ok"], "mean": r["sum"] / r["ok"] if r["ok"] else None} for n, r in sorted(out.items())}

@@ -37,6 +37,29 @@ def _spans(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return group, np.arange(len(group)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
 
 
+def _best_matches(
+    left: Vectors, left_rows: np.ndarray, right: Vectors, starts: np.ndarray, sizes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each left item (its row in `left`), its best cosine to the right items starts[i] .. starts[i] +
+    sizes[i] - 1 (every size ≥ 1) and the position among them of the first that reaches it (np.argmax's)."""
+    if not len(sizes):
+        return np.zeros(0), np.zeros(0, dtype=np.intp)
+    item, position = _spans(sizes)
+    cos = pair_cosines(left.matrix, left_rows[item], right.matrix, right.rows[starts[item] + position])
+    bounds = np.cumsum(sizes) - sizes
+    best = np.maximum.reduceat(cos, bounds)
+    first = np.minimum.reduceat(np.where(cos == best[item], position, np.iinfo(np.intp).max), bounds)
+    return best, first
+
+
+def _case_cosines(left: Vectors, right: Vectors, rows: np.ndarray) -> np.ndarray:
+    """Per case, the cosine of its one left text to its one right text where `rows` (a mask), 0 elsewhere."""
+    at = np.flatnonzero(rows)
+    values = np.zeros(len(rows))
+    values[at] = pair_cosines(left.matrix, left.rows[at], right.matrix, right.rows[at])
+    return values
+
+
 class BatchTexts:
     """What the cosine metrics read of a batch, worked out once (BatchContext.cached)."""
 
@@ -117,13 +140,9 @@ class BatchTexts:
         case, vectors = self.sentence_vectors
         keep = np.flatnonzero(with_chunks[case])
         starts = np.cumsum(self.n_chunks) - self.n_chunks
-        sentence, position = _spans(self.n_chunks[case[keep]])
-        c = self.chunk_vectors
-        cos = pair_cosines(
-            vectors.matrix, vectors.rows[keep[sentence]], c.matrix, c.rows[starts[case[keep]][sentence] + position]
-        )
-        bounds = np.cumsum(self.n_chunks[case[keep]]) - self.n_chunks[case[keep]]
-        return case[keep], np.maximum.reduceat(cos, bounds) if len(cos) else np.zeros(0)
+        owner = case[keep]
+        best, _ = _best_matches(vectors, vectors.rows[keep], self.chunk_vectors, starts[owner], self.n_chunks[owner])
+        return owner, best
 
 
 def _texts(bc: BatchContext) -> BatchTexts:
@@ -181,11 +200,7 @@ def _context_sufficiency(bc: BatchContext) -> Column:
 def _answer_relevance(bc: BatchContext) -> Column:
     t, col = _texts(bc), Column(bc.n)
     rows = _answer_reasons(col, t)
-    q, a = t.question, t.answer
-    at = np.flatnonzero(rows)
-    values = np.zeros(bc.n)
-    values[at] = pair_cosines(q.matrix, q.rows[at], a.matrix, a.rows[at])
-    _ok(col, rows, values, t.encoder.embedder.key)
+    _ok(col, rows, _case_cosines(t.question, t.answer, rows), t.encoder.embedder.key)
     return col
 
 
@@ -194,11 +209,7 @@ def _answer_reference(bc: BatchContext) -> tuple[Column, BatchTexts, np.ndarray,
     rows = _answer_reasons(col, t, abstention=False)
     col.undefined(rows & ~t.referenced, "no_reference")
     rows &= t.referenced
-    a, r = t.answer, t.reference
-    at = np.flatnonzero(rows)
-    values = np.zeros(bc.n)
-    values[at] = pair_cosines(a.matrix, a.rows[at], r.matrix, r.rows[at])
-    return col, t, rows, values
+    return col, t, rows, _case_cosines(t.answer, t.reference, rows)
 
 
 @columnar_form("answer_correctness_emb")
@@ -262,13 +273,7 @@ def _sentence_support(bc: BatchContext) -> list[list[SentenceScore] | str | None
     n_s = np.array([len(t.sentences[i]) for i in scored], dtype=np.intp)
     n_c = np.array([len(contexts[i].sentences) for i in scored], dtype=np.intp)
     owner, _ = _spans(n_s)  # each answer sentence's case (index into `scored`)
-    pair_sentence, position = _spans(n_c[owner])
-    context_start = np.cumsum(n_c) - n_c
-    right = context_start[owner][pair_sentence] + position
-    cos = pair_cosines(a.matrix, a.rows[pair_sentence], c.matrix, c.rows[right])
-    bounds_s = np.cumsum(n_c[owner]) - n_c[owner]
-    best = np.maximum.reduceat(cos, bounds_s)
-    first = np.minimum.reduceat(np.where(cos == best[pair_sentence], position, np.iinfo(np.intp).max), bounds_s)
+    best, first = _best_matches(a, a.rows, c, (np.cumsum(n_c) - n_c)[owner], n_c[owner])
     nan = np.isnan(best)
     best_l, first_l = best.tolist(), first.tolist()
     k = 0
