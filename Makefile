@@ -66,6 +66,7 @@ bench: $(VENV)/.installed-dev $(RAGAS_VENV)/.installed
 	$(BIN)/python benchmarks/view.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/cli_scale.py --cases 100000 1000000 --dask
+	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/same_input.py --cases 200000
 	$(BIN)/python benchmarks/same_input.py --cases 1000000
 	if $(BIN)/python -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \

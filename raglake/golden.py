@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from raglake.columnar.ingest import Canonical, capture_blocks, golden_blocks
+from raglake.columnar.lines import bulk_readable
 from raglake.errors import InputError, did_you_mean
 from raglake.importers import META_PREFIX, missing_question, near_miss, record_shape, split_record
 from raglake.records import Record, read_records, validate_record
@@ -79,24 +82,54 @@ def load_golden(path: str | Path) -> GoldenSet:
 
 
 def _spool_cases(path: Path, cases: Spool[GoldenCase]) -> str:
-    """Validate the file's cases into `cases`; returns their content hash."""
+    """Validate the file's cases into `cases`, in bulk a block at a time where the bulk reader vouches for
+    the block (raglake.columnar.ingest), else record by record; returns their content hash."""
     h = hashlib.sha256()
-    for index, record in enumerate(iter_records(path), start=1):
-        if record_shape(record.data):
-            if (missing := missing_question(record.data)) is not None:
-                raise InputError(str(path), record.line, "question", missing)
-            record = Record(record.line, _imported(record, path, index)[0], record.key_lines)
-        case = validate_record(record, GoldenCase, path)
-        first = cases.position(case.id)
-        if first is not None:
-            raise InputError(
-                str(path), record.line, "id", f"duplicate id {case.id!r} (first used at line {cases.line(first)})"
-            )
-        cases.append(case, record.line)
-        _hash_case(h, case)
+    index = 0
+    blocks = golden_blocks(path) if bulk_readable(path) else iter([iter_records(path)])  # JSON, YAML, CSV: one
+    for block in blocks:
+        if isinstance(block, Canonical):
+            _new_keys(path, cases, "id", block.keys, block.numbers)
+            cases.extend(*block.data(block.lines), block.keys, block.numbers)
+            h.update(block.data(block.hashed)[0])  # each case's dump and a newline, as _hash_case adds them
+            index += len(block.keys)
+            continue
+        for record in block:
+            index += 1
+            case = _golden_case(record, path, index)
+            _new_keys(path, cases, "id", [case.id], [record.line])
+            cases.append(case, record.line)
+            _hash_case(h, case)
     if not cases:
         raise InputError(str(path), None, None, "the golden set has no cases")
     return h.hexdigest()[:16]
+
+
+def _golden_case(record: Record, path: Path, index: int) -> GoldenCase:
+    """A record of a golden set as a case (an imported shape converted first)."""
+    if record_shape(record.data):
+        if (missing := missing_question(record.data)) is not None:
+            raise InputError(str(path), record.line, "question", missing)
+        record = Record(record.line, _imported(record, path, index)[0], record.key_lines)
+    return validate_record(record, GoldenCase, path)
+
+
+_DUPLICATE = {
+    "id": "duplicate id {key!r} (first used at line {first})",
+    "case_id": "duplicate capture for case {key!r} (first at line {first})",
+}
+
+
+def _new_keys(path: Path, spool: Spool, field: str, keys: Sequence[str], numbers: Sequence[int]) -> None:
+    """An InputError at the first of these records (ids `keys`, on lines `numbers`, about to be added to the
+    spool) whose id the spool or an earlier one of them holds already."""
+    seen: dict[str, int] = {}
+    for key, number in zip(keys, numbers):
+        position = spool.position(key)
+        first = spool.line(position) if position is not None else seen.get(key)
+        if first is not None:
+            raise InputError(str(path), number, field, _DUPLICATE[field].format(key=key, first=first))
+        seen[key] = number
 
 
 @dataclass(frozen=True)
@@ -131,9 +164,46 @@ def iter_captures(path: str | Path) -> Iterator[tuple[Record, Capture]]:
     for index, record in enumerate(iter_records(path, list_key="captures"), start=1):
         if imported is None:
             imported = bool(record_shape(record.data))
-        if imported:
-            record = Record(record.line, _imported(record, path, index)[1])
-        yield record, validate_record(record, Capture, path)
+        yield record, _capture(record, path, index, imported)
+
+
+def _capture(record: Record, path: Path, index: int, imported: bool) -> Capture:
+    if imported:
+        record = Record(record.line, _imported(record, path, index)[1])
+    return validate_record(record, Capture, path)
+
+
+def spool_captures(path: str | Path) -> tuple[Spool[Capture], Counter[str]]:
+    """A capture file's captures validated into a Spool (in bulk where the bulk reader vouches for a block, as
+    _spool_cases), and how many name each method; a case captured twice is an InputError at its second line."""
+    path = Path(path)
+    spool: Spool[Capture] = Spool(Capture, "case_id")
+    methods: Counter[str] = Counter()
+    imported: bool | None = None  # the first record's shape decides the file's (iter_captures)
+    if bulk_readable(path):
+        first = next(iter_records(path, list_key="captures"), None)
+        imported = first is not None and bool(record_shape(first.data))
+    blocks = capture_blocks(path) if imported is False else iter([iter_records(path, list_key="captures")])
+    index = 0
+    for block in blocks:
+        if isinstance(block, Canonical):
+            _new_keys(path, spool, "case_id", block.keys, block.numbers)
+            spool.extend(*block.data(block.lines), block.keys, block.numbers)
+            methods.update(m for m in block.methods.to_pylist() if m)
+            index += len(block.keys)
+            continue
+        for record in block:
+            index += 1
+            if imported is None:
+                imported = bool(record_shape(record.data))
+            capture = _capture(record, path, index, imported)
+            _new_keys(path, spool, "case_id", [capture.case_id], [record.line])
+            spool.append(capture, record.line)
+            if capture.method:
+                methods[capture.method] += 1
+    if not spool:
+        raise InputError(str(path), None, None, "the capture file is empty")
+    return spool, methods
 
 
 def load_imported_captures(path: str | Path) -> list[tuple[Record, Capture]] | None:

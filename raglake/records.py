@@ -18,10 +18,10 @@ from raglake.textfiles import (
     element_offsets,
     member_offset,
     parse_json,
-    parse_yaml,
     read_text,
     skip_ws,
 )
+from raglake.yamltext import parse_yaml
 
 M = TypeVar("M", bound=BaseModel)
 

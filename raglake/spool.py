@@ -100,6 +100,25 @@ class Spool(Sequence[M], Generic[M]):
         self.ids.append(key)
         self._lines.append(line or 0)
 
+    def extend(
+        self, data: bytes | memoryview, sizes: Sequence[int], keys: Sequence[str], numbers: Sequence[int]
+    ) -> None:
+        """Add records as their canonical lines (each a model's `model_dump_json()` and a newline, written
+        without the model: raglake.columnar.ingest), `data` holding them one after another, `sizes` their
+        lengths; in one write. Their ids must be new, as for append."""
+        view, at = memoryview(data), self._offsets[-1]
+        while view:  # a write may take fewer bytes than it is given
+            written = os.pwrite(self._fd, view, at)
+            view, at = view[written:], at + written
+        at = self._offsets[-1]
+        for size in sizes:
+            at += size
+            self._offsets.append(at)
+        for key in keys:
+            self._index[key] = len(self.ids)
+            self.ids.append(key)
+        self._lines.extend(numbers)
+
     def position(self, key: str) -> int | None:
         return self._index.get(key)
 

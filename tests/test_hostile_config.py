@@ -18,7 +18,8 @@ from raglake.gate import load_rules
 from raglake.judge.config import load_prices
 from raglake.judge.prompts import load_prompt_file
 from raglake.targets.http_config import load_http_config
-from raglake.textfiles import CONFIG_MAX_BYTES, MAX_ALIAS_NODES, parse_yaml
+from raglake.textfiles import CONFIG_MAX_BYTES
+from raglake.yamltext import MAX_ALIAS_NODES, parse_yaml
 
 # nine lists of nine, each of the one before: 9**9 (387 million) strings once expanded; 10 lines
 LAUGHS = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]'] + [

@@ -41,13 +41,14 @@ def _write(path: Path, rows: list[dict]) -> str:
 
 def _files(tmp_path: Path, *, answer: int = BIG, reference: int = 0, surrogate: bool = False) -> tuple[str, str]:
     """The mini golden set and its captures, case c2's answer `answer` characters long (and its reference
-    `reference`); `surrogate`: another capture holds a \\u escape that sends the file to the per-record path."""
+    `reference`); `surrogate`: another capture holds a \\u escape of a surrogate pair and an escaped backslash,
+    which may hide a lone surrogate from the bulk reader's check: the file goes to the per-record path."""
     golden, captures = _rows("mini_golden.jsonl"), _rows("mini_captures.jsonl")
     captures[1]["answer"] = ("Auth is a blocker [1]. " * (answer // 23 + 1))[:answer]
     if reference:
         golden[1]["reference_answer"] = ("Auth and billing. " * (reference // 18 + 1))[:reference]
     if surrogate:
-        captures[2]["answer"] = "\ud83d\ude00 I could not find this in the notes."
+        captures[2]["answer"] = "\ud83d\ude00 I could not find this in the notes (C:\\notes)."
     cases = _write(tmp_path / "golden.jsonl", golden)
     path = tmp_path / "captures.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in captures), encoding="utf-8")  # ensure_ascii: \ud83d

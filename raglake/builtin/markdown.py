@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from raglake.textfiles import load_yaml
+from raglake.yamltext import load_yaml
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

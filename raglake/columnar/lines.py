@@ -20,6 +20,7 @@ from raglake.textfiles import BOM, MAX_NESTING, find_json_problem
 _BOM = BOM.encode()
 _NULL_FIELD = re.compile(rb'"(?:' + b"|".join(n.encode() for n in NOT_NULL_WITH_DEFAULT) + rb')"\s*:\s*null')
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_ESCAPE = re.compile(textfiles.LONE_ESCAPE.pattern.encode())
 _ODD_STARTS_BYTES = b"\n \t\r\x0b\x0c/"  # a line starting so may be blank or a comment: looked at in Python
 _ODD_STARTS = tuple(bytes([b]) for b in _ODD_STARTS_BYTES)
 _ODD_LINE = re.compile(rb"\n[" + re.escape(_ODD_STARTS_BYTES) + rb"]")
@@ -31,8 +32,8 @@ class Lines:
     joined when // or whitespace lines had to be left out) and where each record's line lies in them
     (found when first asked for: a clean file is read without scanning it in Python)."""
 
-    def __init__(self, path: str, data: bytes, n: int, offsets: tuple[np.ndarray, ...] | None = None):
-        self.path, self.data, self._n, self._offsets = path, data, n, offsets
+    def __init__(self, path: str, data: bytes, n: int, offsets: tuple[np.ndarray, ...] | None = None, first: int = 1):
+        self.path, self.data, self._n, self._offsets, self._first = path, data, n, offsets, first
 
     def __len__(self) -> int:
         return self._n
@@ -44,7 +45,7 @@ class Lines:
             starts[1:] = breaks[: self._n - 1] + 1
             ends = np.full(self._n, len(self.data), dtype=np.int64)
             ends[: len(breaks)] = breaks
-            self._offsets = (starts, ends, np.arange(1, self._n + 1, dtype=np.int64))
+            self._offsets = (starts, ends, np.arange(self._first, self._first + self._n, dtype=np.int64))
         return self._offsets
 
     @property
@@ -81,30 +82,46 @@ class Lines:
 
 
 def read_lines(path: str | Path, *, limit: bool = True) -> Lines:
-    """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem. `limit`: a record
-    line over raglake.textfiles.MAX_RECORD_BYTES is an InputError (not for raglake's own dumps)."""
-    lines = _lines(Path(path))
+    """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem. `limit`: a user's file,
+    in which invalid UTF-8 (pyarrow's reader takes any bytes in a string) and a record line over
+    raglake.textfiles.MAX_RECORD_BYTES are InputErrors, as in the per-record path (raglake's own dumps are
+    neither)."""
+    lines = _lines(Path(path), decode=limit)
     if limit:
-        _check_lengths(lines, textfiles.MAX_RECORD_BYTES)
+        check_lengths(lines, textfiles.MAX_RECORD_BYTES)
     return lines
 
 
-def _lines(path: Path) -> Lines:
-    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+def _lines(path: Path, decode: bool) -> Lines:
+    if not bulk_readable(path):
         raise BulkProblem("not JSONL")
     try:
         data = path.read_bytes()
     except OSError as e:
         raise BulkProblem(str(e)) from None
-    if data.startswith(_BOM):
+    if decode:
+        textfiles.decode(path, data)
+    return lines_of(str(path), data)
+
+
+def bulk_readable(path: Path) -> bool:
+    """Whether the bulk reader may read the file: JSONL (any suffix but .json, .yaml, .yml and .csv)."""
+    return path.suffix.lower() not in (".json", ".yaml", ".yml", ".csv")
+
+
+def lines_of(path: str, data: bytes, first: int = 1) -> Lines:
+    """The records of `data`, whole lines of a JSONL file starting at its line `first` (a BOM is left out at
+    the file's start only)."""
+    if first == 1 and data.startswith(_BOM):
         data = data[len(_BOM) :]
     if not data.startswith(_ODD_STARTS) and not _ODD_LINE.search(data):
-        return Lines(str(path), data, data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1))
+        n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        return Lines(path, data, n, first=first)
     starts, ends, keep = _line_offsets(data)
     dropped = np.setdiff1d(np.arange(len(starts)), keep)
     if (starts[dropped] == ends[dropped]).all():  # empty lines only: pyarrow's reader passes over them
-        return Lines(str(path), data, len(keep), (starts[keep], ends[keep], keep + 1))
-    return _joined(str(path), [data[starts[i] : ends[i]] for i in keep.tolist()], keep + 1)
+        return Lines(path, data, len(keep), (starts[keep], ends[keep], keep + first))
+    return _joined(path, [data[starts[i] : ends[i]] for i in keep.tolist()], keep + first)
 
 
 def _may_hold_line_of(data: bytes, size: int) -> bool:
@@ -119,7 +136,7 @@ def _longest(lines: Lines) -> int:
     return int((ends - starts).max()) if len(starts) else 0
 
 
-def _check_lengths(lines: Lines, limit: int) -> None:
+def check_lengths(lines: Lines, limit: int) -> None:
     """Every record line at most `limit` bytes, or an InputError naming the first longer one."""
     if len(lines.data) <= limit or not _may_hold_line_of(lines.data, limit + 1):
         return
@@ -191,8 +208,11 @@ def read_table(lines: Lines, schema_for: Callable[[pa.DataType], pa.Schema], fre
     first = sniff_heading(lines)
     forms = (first, *(f for f in HEADING_FORMS if f != first))
     data = lines.data
-    if b"\\u" in data and _SURROGATE_ESCAPE.search(data):
-        raise BulkProblem("\\u escapes of surrogates")  # the strict per-record reader checks them
+    _objects_only(lines)
+    _not_deep(lines)
+    if b"\\u" in data and _SURROGATE_ESCAPE.search(data) and (b"\\\\" in data or _LONE_ESCAPE.search(data)):
+        # pairs only (an emoji in a file json.dumps wrote: ensure_ascii), unless a "\\\\" may hide a lone one
+        raise BulkProblem("\\u escapes of surrogates that may be lone")  # the per-record reader checks them
     problem = ""
     for form in forms:
         schema = schema_for(heading_type(form))
@@ -210,6 +230,54 @@ def read_table(lines: Lines, schema_for: Callable[[pa.DataType], pa.Schema], fre
             _no_constants(lines)  # the explicit float fields are checked by their reader
         return table
     raise BulkProblem(problem)
+
+
+def _objects_only(lines: Lines) -> None:
+    """A BulkProblem where a record line is not an object ({...}): pyarrow's reader ends the process on a
+    file whose first line is `null`, and takes a later `null` for a record of nulls."""
+    starts, _ = lines.spans()
+    buf = np.frombuffer(lines.data, dtype=np.uint8)
+    for row in np.flatnonzero(buf[starts] != 0x7B).tolist():  # "{"; an indented line is looked at in Python
+        if not lines.line(row).lstrip().startswith(b"{"):
+            raise BulkProblem("a record that is not an object")
+
+
+def _not_deep(lines: Lines) -> None:
+    """A BulkProblem where a record line nests lists and objects more than MAX_OPENERS deep: pyarrow's reader
+    ends the process (a stack overflow) on nesting ~10,000+ deep; the per-record reader names the line. Only
+    a line holding more '[' and '{' than that (in strings too: a long text) is looked at closely."""
+    buf = np.frombuffer(lines.data, dtype=np.uint8)
+    openers = np.flatnonzero((buf == 0x5B) | (buf == 0x7B))
+    if len(openers) <= MAX_OPENERS:
+        return
+    starts, _ = lines.spans()
+    per_line = np.bincount(np.maximum(np.searchsorted(starts, openers, side="right") - 1, 0), minlength=len(starts))
+    for row in np.flatnonzero(per_line > MAX_OPENERS).tolist():
+        if nesting(lines.line(row)) > MAX_OPENERS:
+            raise BulkProblem("a record nested too deeply for the bulk reader")
+
+
+MAX_OPENERS = 1024  # far more than a record holds (a capture of 100 chunks ~250), far fewer than crash the reader
+
+
+def nesting(line: bytes) -> int:
+    """How deep the JSON text `line` nests lists and objects, strings left out (a quote escaped by an odd
+    run of backslashes is inside its string)."""
+    buf = np.frombuffer(line, dtype=np.uint8)
+    if not len(buf):
+        return 0
+    at = np.arange(len(buf))
+    last_plain = np.maximum.accumulate(np.where(buf == 0x5C, -1, at))  # the last byte at or before that is not "\\"
+    quotes = np.flatnonzero(buf == 0x22)
+    before = np.where(quotes > 0, last_plain[np.maximum(quotes - 1, 0)], -1)
+    real = quotes[(quotes - 1 - before) % 2 == 0]  # an even run of backslashes before it
+    toggles = np.zeros(len(buf), dtype=np.int8)
+    toggles[real] = 1
+    outside = np.cumsum(toggles, dtype=np.int64) % 2 == 0
+    step = np.where(outside & ((buf == 0x5B) | (buf == 0x7B)), 1, 0) - np.where(
+        outside & ((buf == 0x5D) | (buf == 0x7D)), 1, 0
+    )
+    return int(np.cumsum(step).max())
 
 
 def _has_float(t: pa.DataType) -> bool:

@@ -7,11 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 from raglake.errors import ConfigError, InputError, UnknownNameError, did_you_mean
-from raglake.golden import GoldenSet, iter_captures
+from raglake.golden import GoldenSet, spool_captures
 from raglake.lake.query import connect, fetch
 from raglake.lake.store import Lake
 from raglake.schemas import CANONICAL, Capture, GoldenCase
-from raglake.spool import Spool
 from raglake.targets.base import safe_name
 
 
@@ -47,28 +46,14 @@ class _ReplayBase:
 
 class ReplayFile(_ReplayBase):
     """`replay:FILE`: one capture per line (raglake's capture format, or a seed-003/RAGAS file). The
-    captures are validated a line at a time into a Spool: memory holds offsets and ids, not captures."""
+    captures are validated into a Spool (raglake.golden.spool_captures): memory holds offsets and ids, not
+    captures."""
 
     def __init__(self, path: str):
         super().__init__()
         self.path = Path(path)
         self.spec = f"replay:{path}"
-        spool: Spool[Capture] = Spool(Capture, "case_id")
-        methods: Counter[str] = Counter()
-        for record, capture in iter_captures(self.path):
-            first = spool.position(capture.case_id)
-            if first is not None:
-                raise InputError(
-                    str(self.path),
-                    record.line,
-                    "case_id",
-                    f"duplicate capture for case {capture.case_id!r} (first at line {spool.line(first)})",
-                )
-            spool.append(capture, record.line)
-            if capture.method:
-                methods[capture.method] += 1
-        if not spool:
-            raise InputError(str(self.path), None, None, "the capture file is empty")
+        spool, methods = spool_captures(self.path)
         self._spool = spool
         self.name = safe_name(methods.most_common(1)[0][0]) if methods else safe_name(self.path.stem)
         self._hash = file_sha256(self.path)[:16]
