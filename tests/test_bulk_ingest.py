@@ -96,7 +96,12 @@ TEXT = st.one_of(
 )
 FLOAT = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.floats(0, 1), st.integers(-(10**6), 10**6))
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | TEXT,
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT
+    | st.text(alphabet='[]{}"\\ ', max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
     max_leaves=8,
 )
@@ -387,11 +392,12 @@ def _depth(value) -> int:
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=JSON, ascii_only=st.booleans())
-def test_the_nesting_check_counts_as_a_json_parser_does(value, ascii_only: bool) -> None:
+@given(value=JSON, ascii_only=st.booleans(), window=st.integers(1, 16))
+def test_the_nesting_check_counts_as_a_json_parser_does(value, ascii_only: bool, window: int) -> None:
     """Brackets and escaped quotes inside strings are not nesting (a long answer full of brackets is read in
-    bulk); the depth is the parsed value's."""
-    assert nesting(json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")) == _depth(value)
+    bulk); the depth is the parsed value's, whatever the window the line is scanned in."""
+    text = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    assert nesting(text) == nesting(text, window) == _depth(value)
 
 
 def test_a_long_text_full_of_brackets_is_still_read_in_bulk(tmp_path: Path) -> None:

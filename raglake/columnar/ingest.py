@@ -25,7 +25,7 @@ from raglake.columnar.arrays import combine
 from raglake.columnar.captures import capture_columns
 from raglake.columnar.golden import GoldenColumns, Part, golden_columns
 from raglake.columnar.json_text import COMPACT, SORTED
-from raglake.columnar.lines import Lines, bulk_readable, check_lengths, lines_of, read_table
+from raglake.columnar.lines import Lines, bulk_readable, check_lengths, check_untrusted, lines_of, read_table
 from raglake.columnar.normalise import BulkProblem
 from raglake.columnar.schema import GOLDEN_FREE_FORM, capture_schema, golden_schema
 from raglake.errors import InputError
@@ -92,6 +92,7 @@ def _blocks(path: Path, canonical: Callable[[Lines], Canonical]) -> Iterator[Blo
         try:
             lines = lines_of(str(path), data, first)
             _within_limit(lines)
+            check_untrusted(lines)
             yield canonical(lines)
         except BulkProblem:
             yield _records(path, data, first)

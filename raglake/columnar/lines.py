@@ -84,11 +84,12 @@ class Lines:
 def read_lines(path: str | Path, *, limit: bool = True) -> Lines:
     """A .jsonl/.ndjson file's records; anything else (or unreadable) is a BulkProblem. `limit`: a user's file,
     in which invalid UTF-8 (pyarrow's reader takes any bytes in a string) and a record line over
-    raglake.textfiles.MAX_RECORD_BYTES are InputErrors, as in the per-record path (raglake's own dumps are
-    neither)."""
+    raglake.textfiles.MAX_RECORD_BYTES are InputErrors, as in the per-record path, and what pyarrow's reader
+    cannot be given is a BulkProblem (check_untrusted; raglake's own dumps are none of these)."""
     lines = _lines(Path(path), decode=limit)
     if limit:
         check_lengths(lines, textfiles.MAX_RECORD_BYTES)
+        check_untrusted(lines)
     return lines
 
 
@@ -208,8 +209,6 @@ def read_table(lines: Lines, schema_for: Callable[[pa.DataType], pa.Schema], fre
     first = sniff_heading(lines)
     forms = (first, *(f for f in HEADING_FORMS if f != first))
     data = lines.data
-    _objects_only(lines)
-    _not_deep(lines)
     if b"\\u" in data and _SURROGATE_ESCAPE.search(data) and (b"\\\\" in data or _LONE_ESCAPE.search(data)):
         # pairs only (an emoji in a file json.dumps wrote: ensure_ascii), unless a "\\\\" may hide a lone one
         raise BulkProblem("\\u escapes of surrogates that may be lone")  # the per-record reader checks them
@@ -232,27 +231,25 @@ def read_table(lines: Lines, schema_for: Callable[[pa.DataType], pa.Schema], fre
     raise BulkProblem(problem)
 
 
-def _objects_only(lines: Lines) -> None:
-    """A BulkProblem where a record line is not an object ({...}): pyarrow's reader ends the process on a
-    file whose first line is `null`, and takes a later `null` for a record of nulls."""
+def check_untrusted(lines: Lines) -> None:
+    """What pyarrow's JSON reader cannot be given: it ends the process (SIGSEGV) on a file whose first line is
+    `null` and on nesting ~10,000+ deep. A record line that is not an object ({...}), or that nests more than
+    MAX_OPENERS deep, is a BulkProblem: the per-record reader names it. For a user's file; raglake's own dumps
+    are neither."""
     starts, _ = lines.spans()
     buf = np.frombuffer(lines.data, dtype=np.uint8)
     for row in np.flatnonzero(buf[starts] != 0x7B).tolist():  # "{"; an indented line is looked at in Python
         if not lines.line(row).lstrip().startswith(b"{"):
             raise BulkProblem("a record that is not an object")
-
-
-def _not_deep(lines: Lines) -> None:
-    """A BulkProblem where a record line nests lists and objects more than MAX_OPENERS deep: pyarrow's reader
-    ends the process (a stack overflow) on nesting ~10,000+ deep; the per-record reader names the line. Only
-    a line holding more '[' and '{' than that (in strings too: a long text) is looked at closely."""
-    buf = np.frombuffer(lines.data, dtype=np.uint8)
-    openers = np.flatnonzero((buf == 0x5B) | (buf == 0x7B))
-    if len(openers) <= MAX_OPENERS:
+    if lines.data.count(b"[") + lines.data.count(b"{") <= MAX_OPENERS:
         return
-    starts, _ = lines.spans()
-    per_line = np.bincount(np.maximum(np.searchsorted(starts, openers, side="right") - 1, 0), minlength=len(starts))
-    for row in np.flatnonzero(per_line > MAX_OPENERS).tolist():
+    per_line = np.zeros(len(starts), dtype=np.int64)
+    for at in range(0, len(buf), 1 << 24):  # no temporary array the size of the file
+        part = buf[at : at + (1 << 24)]
+        found = np.flatnonzero((part == 0x5B) | (part == 0x7B)) + at
+        line = np.maximum(np.searchsorted(starts, found, side="right") - 1, 0)
+        per_line += np.bincount(line, minlength=len(starts))
+    for row in np.flatnonzero(per_line > MAX_OPENERS).tolist():  # '[' and '{' in strings count: a long text
         if nesting(lines.line(row)) > MAX_OPENERS:
             raise BulkProblem("a record nested too deeply for the bulk reader")
 
@@ -260,24 +257,28 @@ def _not_deep(lines: Lines) -> None:
 MAX_OPENERS = 1024  # far more than a record holds (a capture of 100 chunks ~250), far fewer than crash the reader
 
 
-def nesting(line: bytes) -> int:
-    """How deep the JSON text `line` nests lists and objects, strings left out (a quote escaped by an odd
-    run of backslashes is inside its string)."""
+def nesting(line: bytes, window: int = 1 << 20) -> int:
+    """How deep the JSON text `line` nests lists and objects, strings left out (a quote after an odd run of
+    backslashes is inside its string), worked out `window` bytes at a time (a 64 MiB line costs a few MB)."""
     buf = np.frombuffer(line, dtype=np.uint8)
-    if not len(buf):
-        return 0
-    at = np.arange(len(buf))
-    last_plain = np.maximum.accumulate(np.where(buf == 0x5C, -1, at))  # the last byte at or before that is not "\\"
-    quotes = np.flatnonzero(buf == 0x22)
-    before = np.where(quotes > 0, last_plain[np.maximum(quotes - 1, 0)], -1)
-    real = quotes[(quotes - 1 - before) % 2 == 0]  # an even run of backslashes before it
-    toggles = np.zeros(len(buf), dtype=np.int8)
-    toggles[real] = 1
-    outside = np.cumsum(toggles, dtype=np.int64) % 2 == 0
-    step = np.where(outside & ((buf == 0x5B) | (buf == 0x7B)), 1, 0) - np.where(
-        outside & ((buf == 0x5D) | (buf == 0x7D)), 1, 0
-    )
-    return int(np.cumsum(step).max())
+    deepest = depth = 0
+    inside, run = False, 0  # within a string at the window's start; backslashes just before it
+    for at in range(0, len(buf), window):
+        part = buf[at : at + window]
+        index = np.arange(len(part))
+        last_plain = np.maximum.accumulate(np.where(part == 0x5C, -1 - run, index))  # last byte before: not "\\"
+        quotes = np.flatnonzero(part == 0x22)
+        before = np.where(quotes > 0, last_plain[np.maximum(quotes - 1, 0)], -1 - run)
+        toggles = np.zeros(len(part), dtype=np.int8)
+        toggles[quotes[(quotes - 1 - before) % 2 == 0]] = 1  # an even run of backslashes before the quote
+        outside = (np.cumsum(toggles, dtype=np.int64) + inside) % 2 == 0
+        opens = outside & ((part == 0x5B) | (part == 0x7B))
+        closes = outside & ((part == 0x5D) | (part == 0x7D))
+        levels = depth + np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
+        deepest = max(deepest, int(levels.max()))
+        depth, inside = int(levels[-1]), (int(inside) + int(toggles.sum())) % 2 == 1
+        run = len(part) - 1 - int(last_plain[-1])  # backslashes at its end (a run may span windows)
+    return deepest
 
 
 def _has_float(t: pa.DataType) -> bool:
