@@ -333,15 +333,21 @@ def test_float_text_is_pydantics_inside_the_safe_range(values: list[float]) -> N
 # ---- a bug: pyarrow's reader ended the process on deep nesting -------------------------------------------
 
 
-def _line_of_the_error(reader: str, path: Path) -> subprocess.CompletedProcess:
-    """`reader` on the file in a child process, which prints the InputError's line: a crash is a failure of
-    the test, not a lost worker."""
+def _error_line(reader: str, path: Path) -> str:
+    """The line of the InputError `reader` raises on the file, run in a child process: a crash fails the test
+    instead of losing a worker."""
     module = "raglake.columnar.golden" if reader == "read_golden_columns" else "raglake.golden"
     code = (
         f"from {module} import {reader}\nfrom raglake.errors import InputError\n"
         f"try:\n    {reader}({str(path)!r})\nexcept InputError as e:\n    print(e.line)\n"
     )
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def _valid(reader: str) -> str:
+    return '{"case_id": "a"}' if reader == "spool_captures" else '{"id": "a", "question": "q"}'
 
 
 @pytest.mark.parametrize("reader", ["read_golden_columns", "load_golden", "spool_captures"])
@@ -349,14 +355,10 @@ def test_deeply_nested_json_is_an_input_error_not_a_crash(reader: str, tmp_path:
     """pyarrow's JSON reader overflows its stack on nesting ~10,000+ deep (SIGSEGV): such a line is left to the
     per-record reader, which names it."""
     deep = "[" * 100_000 + "]" * 100_000
-    key = "case_id" if reader == "spool_captures" else "id"
-    field = "error" if reader == "spool_captures" else "metadata"
+    key, field = ("case_id", "error") if reader == "spool_captures" else ("id", "metadata")
     path = tmp_path / "deep.jsonl"
-    first = '{"case_id": "a"}' if reader == "spool_captures" else '{"id": "a", "question": "q"}'
-    path.write_text(f'{first}\n{{"{key}": "b", "{field}": {{"x": {deep}}}}}\n')
-    done = _line_of_the_error(reader, path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "2", done.stdout
+    path.write_text(f'{_valid(reader)}\n{{"{key}": "b", "{field}": {{"x": {deep}}}}}\n')
+    assert _error_line(reader, path) == "2"
 
 
 @pytest.mark.parametrize("reader", ["read_golden_columns", "load_golden", "spool_captures"])
@@ -364,11 +366,8 @@ def test_deeply_nested_json_is_an_input_error_not_a_crash(reader: str, tmp_path:
 def test_a_first_line_that_is_not_an_object_is_an_input_error_not_a_crash(reader: str, first: str, tmp_path: Path):
     """pyarrow's JSON reader ends the process (SIGSEGV) on a file whose first line is `null`."""
     path = tmp_path / "f.jsonl"
-    second = '{"case_id": "a"}' if reader == "spool_captures" else '{"id": "a", "question": "q"}'
-    path.write_text(f"{first}\n{second}\n")
-    done = _line_of_the_error(reader, path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "1", done.stdout
+    path.write_text(f"{first}\n{_valid(reader)}\n")
+    assert _error_line(reader, path) == "1"
 
 
 def test_a_capture_file_whose_first_record_is_ragas_shaped_is_read_as_one_throughout(tmp_path: Path, monkeypatch):
