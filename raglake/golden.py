@@ -12,8 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from raglake.columnar.ingest import Canonical, capture_blocks, golden_blocks
-from raglake.columnar.lines import bulk_readable
+from raglake.columnar.ingest import Canonical, capture_blocks, golden_blocks, worth_reading_in_bulk
 from raglake.errors import InputError, did_you_mean
 from raglake.importers import META_PREFIX, missing_question, near_miss, record_shape, split_record
 from raglake.records import Record, read_records, validate_record
@@ -86,7 +85,7 @@ def _spool_cases(path: Path, cases: Spool[GoldenCase]) -> str:
     the block (raglake.columnar.ingest), else record by record; returns their content hash."""
     h = hashlib.sha256()
     index = 0
-    blocks = golden_blocks(path) if bulk_readable(path) else iter([iter_records(path)])  # JSON, YAML, CSV: one
+    blocks = golden_blocks(path) if worth_reading_in_bulk(path) else iter([iter_records(path)])  # one block
     for block in blocks:
         if isinstance(block, Canonical):
             _new_keys(path, cases, "id", block.keys, block.numbers)
@@ -180,7 +179,7 @@ def spool_captures(path: str | Path) -> tuple[Spool[Capture], Counter[str]]:
     spool: Spool[Capture] = Spool(Capture, "case_id")
     methods: Counter[str] = Counter()
     imported: bool | None = None  # the first record's shape decides the file's (iter_captures)
-    if bulk_readable(path):
+    if worth_reading_in_bulk(path):
         first = next(iter_records(path, list_key="captures"), None)
         imported = first is not None and bool(record_shape(first.data))
     blocks = capture_blocks(path) if imported is False else iter([iter_records(path, list_key="captures")])

@@ -29,6 +29,13 @@ from raglake.records import validate_record
 from raglake.schemas import Capture, GoldenCase
 from raglake.spool import Spool, iter_records
 
+
+@pytest.fixture(autouse=True)
+def _every_file_in_bulk(monkeypatch) -> None:
+    """The small files here are read in bulk (a file under ingest.BULK_MIN_BYTES is read record by record)."""
+    monkeypatch.setattr(ingest, "BULK_MIN_BYTES", 0)
+
+
 # ---- the reference: the per-record path ------------------------------------------------------------------
 
 
@@ -338,6 +345,7 @@ def _error_line(reader: str, path: Path) -> str:
     instead of losing a worker."""
     module = "raglake.columnar.golden" if reader == "read_golden_columns" else "raglake.golden"
     code = (
+        "import raglake.columnar.ingest\nraglake.columnar.ingest.BULK_MIN_BYTES = 0\n"  # read in bulk, however small
         f"from {module} import {reader}\nfrom raglake.errors import InputError\n"
         f"try:\n    {reader}({str(path)!r})\nexcept InputError as e:\n    print(e.line)\n"
     )
@@ -422,3 +430,12 @@ def test_invalid_utf8_is_an_input_error_in_the_columnar_reader_too(reader: str, 
     with pytest.raises(InputError) as e:
         read(path)
     assert e.value.line == 2 and "invalid UTF-8" in e.value.message
+
+
+def test_a_file_under_the_threshold_is_read_record_by_record_to_the_same_bytes(tmp_path: Path, monkeypatch) -> None:
+    """A small file skips the bulk reader's one-time costs (a cold run of 20 cases); the bytes are the same."""
+    path = _write(tmp_path / "g.jsonl", GOLDEN_LINES, compact=True, ascii_only=False)
+    bulk = _ours(path, GoldenCase)
+    monkeypatch.setattr(ingest, "BULK_MIN_BYTES", path.stat().st_size + 1)
+    assert not ingest.worth_reading_in_bulk(path)
+    assert _ours(path, GoldenCase) == bulk

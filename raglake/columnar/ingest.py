@@ -73,6 +73,21 @@ Block = Canonical | Iterator[Record]
 BLOCK_BYTES = 1 << 22
 
 
+# a smaller file is validated record by record: the bulk reader's one-time costs in a process (pyarrow's first
+# conversions import pandas, its compute functions and regular expressions start) are ~0.4 s, while one model a
+# record takes ~0.1 s a MiB; both give the same bytes (tests/test_bulk_ingest.py)
+BULK_MIN_BYTES = 4 << 20
+
+
+def worth_reading_in_bulk(path: str | Path) -> bool:
+    """Whether a golden set or capture file is read in bulk: JSONL, and large enough to pay for it."""
+    path = Path(path)
+    try:
+        return bulk_readable(path) and path.stat().st_size >= BULK_MIN_BYTES
+    except OSError:  # missing or unreadable: the per-record reader names the problem
+        return False
+
+
 def golden_blocks(path: str | Path) -> Iterator[Block]:
     """A golden set's records a block at a time: Canonical where the bulk reader vouches for the block, else
     the block's records (all of them, for a file that is not JSONL)."""
