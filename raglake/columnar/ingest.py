@@ -75,7 +75,7 @@ BLOCK_BYTES = 1 << 22
 
 # a smaller file is validated record by record: the bulk reader's one-time costs in a process (pyarrow's first
 # conversions import pandas, its compute functions and regular expressions start) are ~0.4 s, while one model a
-# record takes ~0.1 s a MiB; both give the same bytes (tests/test_bulk_ingest.py)
+# record takes 0.03-0.08 s a MiB (benchmarks/ingest.py); both give the same bytes (tests/test_bulk_ingest.py)
 BULK_MIN_BYTES = 4 << 20
 
 
@@ -89,8 +89,8 @@ def worth_reading_in_bulk(path: str | Path) -> bool:
 
 
 def golden_blocks(path: str | Path) -> Iterator[Block]:
-    """A golden set's records a block at a time: Canonical where the bulk reader vouches for the block, else
-    the block's records (all of them, for a file that is not JSONL)."""
+    """A JSONL golden set's records a block at a time: Canonical where the bulk reader vouches for the block,
+    else the block's records (a file that is not JSONL is a ValueError: raglake.golden reads it record by record)."""
     return _blocks(Path(path), _golden)
 
 
