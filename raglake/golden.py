@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from raglake.columnar.ingest import Canonical, capture_blocks, golden_blocks, wo
 from raglake.errors import InputError, did_you_mean
 from raglake.importers import META_PREFIX, missing_question, near_miss, record_shape, split_record
 from raglake.records import Record, read_records, validate_record
-from raglake.schemas import Capture, CaseLabels, GoldenCase
+from raglake.schemas import Capture, CaseLabels, GoldenCase, content_text
 from raglake.spool import Spool, SpoolIndex, iter_records
 
 
@@ -41,7 +40,7 @@ class GoldenSet:
 
 
 def _hash_case(h: Any, model: BaseModel) -> None:
-    h.update(json.dumps(model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode())
+    h.update(content_text(model.model_dump(mode="json")).encode())
     h.update(b"\n")
 
 

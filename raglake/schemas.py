@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
 from typing import Annotated, Any, Literal
 
@@ -177,6 +178,12 @@ class AnswerLabel(_Strict):
 class CaseLabels(_Strict):
     chunks: list[ChunkLabel] = Field(default_factory=list)
     answers: list[AnswerLabel] = Field(default_factory=list)
+
+
+def content_text(value: Any) -> str:
+    """A record's JSON-mode dump (or a part of one) as the golden set's content hash reads it
+    (raglake.golden.content_hash): json.dumps with sorted keys, non-ASCII as it is."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def answer_sha256(answer: str) -> str:

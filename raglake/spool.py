@@ -12,6 +12,7 @@ import weakref
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import IO, Generic, TypeVar, overload
 
@@ -110,10 +111,8 @@ class Spool(Sequence[M], Generic[M]):
         while view:  # a write may take fewer bytes than it is given
             written = os.pwrite(self._fd, view, at)
             view, at = view[written:], at + written
-        at = self._offsets[-1]
-        for size in sizes:
-            at += size
-            self._offsets.append(at)
+        start = self._offsets[-1]
+        self._offsets.extend(start + end for end in accumulate(sizes))
         for key in keys:
             self._index[key] = len(self.ids)
             self.ids.append(key)

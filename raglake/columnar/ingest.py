@@ -39,14 +39,14 @@ from raglake.schemas import (
     Latency,
     Reference,
     RetrievedChunk,
+    content_text,
 )
 from raglake.schemas import _plain_metadata as plain_metadata
 from raglake.textfiles import parse_json
 
 # a case's metadata is written in Python: compactly (a float json writes with an exponent sends its case to the
-# model) and as golden.content_hash writes a case (json.dumps, sorted keys)
+# model) and as the content hash reads it (schemas.content_text)
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
-_HASHED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, check_circular=False)
 
 
 @dataclass
@@ -147,7 +147,7 @@ def _golden(lines: Lines) -> Canonical:
         texts[style] = _rows(fields, names, style)
     odd = texts[COMPACT].odd | texts[SORTED].odd
     ids = cols.cases.column("id")
-    case = _by_model(lines, odd, GoldenCase, lambda m: (m.model_dump_json(), _HASHED.encode(m.model_dump(mode="json"))))
+    case = _by_model(lines, odd, GoldenCase, lambda m: (m.model_dump_json(), content_text(m.model_dump(mode="json"))))
     line, hashed = _patched(texts[COMPACT].text, odd, case, 0), _patched(texts[SORTED].text, odd, case, 1)
     return Canonical(ids.to_pylist(), lines.numbers.tolist(), line, hashed)
 
@@ -190,17 +190,18 @@ def _objects(part: Part, model: type[BaseModel], n: int, style: jt.Style) -> jt.
     as its segments: a normal segment holds no '>', so the split is exact)."""
     fields = {name: jt.values(part.column(name), style) for name in model.model_fields if name not in _ANCHOR}
     if "rel_path" in model.model_fields:
-        headings = pc.dictionary_encode(part.column("heading"))
-        distinct = headings.dictionary
-        split = pc.if_else(
-            pc.equal(distinct, ""), pa.scalar([], pa.list_(pa.string())), pc.split_pattern(distinct, " > ")
-        )
-        fields["heading_path"] = jt.Text(jt.values(split, style).text.take(headings.indices), np.zeros(len(part), bool))
-        fields["rel_path"] = jt.repeated(part.column("rel_path"))
+        fields["heading_path"] = jt.repeated(part.column("heading"), style, _segments)
+        fields["rel_path"] = jt.repeated(part.column("rel_path"), style)
     items = _rows(fields, list(model.model_fields), style)
     odd = np.zeros(n, dtype=bool)
     odd[part.parent[items.odd]] = True
     return jt.Text(jt.lists(part.parent, n, items.text, style), odd)
+
+
+def _segments(headings: pa.Array) -> pa.Array:
+    """Normal heading strings ("A > B") as their lists of segments ("" is [])."""
+    split = pc.split_pattern(headings, " > ")
+    return pc.if_else(pc.equal(headings, ""), pa.scalar([], pa.list_(pa.string())), split)
 
 
 def _labels(table: pa.Table, cols: GoldenColumns, n: int, style: jt.Style) -> jt.Text:
@@ -226,7 +227,7 @@ def _metadata(table: pa.Table, lines: Lines, n: int) -> dict[jt.Style, jt.Text]:
             plain_metadata(value)
         except ValueError as e:
             raise BulkProblem(str(e)) from None
-        compact[row], hashed[row] = _COMPACT.encode(value), _HASHED.encode(value)
+        compact[row], hashed[row] = _COMPACT.encode(value), content_text(value)
         odd[row] = _has_odd_float(value)
     return {COMPACT: jt.Text(pa.array(compact, pa.string()), odd), SORTED: jt.Text(pa.array(hashed, pa.string()), odd)}
 

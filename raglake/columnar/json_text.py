@@ -7,7 +7,7 @@ write (raglake.columnar.ingest). tests/test_bulk_ingest.py holds every form to t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,10 +85,14 @@ def values(arr: pa.Array | pa.ChunkedArray, style: Style = COMPACT) -> Text:
     raise TypeError(f"no JSON text for {kind}")
 
 
-def repeated(arr: pa.Array | pa.ChunkedArray) -> Text:
-    """strings() of a column whose values repeat (paths): each distinct value written once."""
+def repeated(
+    arr: pa.Array | pa.ChunkedArray, style: Style = COMPACT, prepare: Callable[[pa.Array], pa.Array] | None = None
+) -> Text:
+    """values() of a column of strings whose values repeat (paths, headings), each distinct value written once
+    (`prepare`: what to write of a value, e.g. a heading's segments); no floats."""
     encoded = pc.dictionary_encode(combine(arr))
-    text = pc.fill_null(strings(encoded.dictionary).take(encoded.indices), "null")
+    distinct = encoded.dictionary if prepare is None else prepare(encoded.dictionary)
+    text = pc.fill_null(values(distinct, style).text.take(encoded.indices), "null")
     return Text(text, np.zeros(len(text), dtype=bool))
 
 
