@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import raglake
-import raglake.api.run
+import raglake.api.evaluation
 from raglake import outputs
 from raglake.analysis import resolve_run
 from raglake.api.inputs import stage_rows
@@ -381,7 +381,7 @@ def test_api_read_only_lake_is_a_lake_error_before_any_work(tmp_path, monkeypatc
     def flow(*args, **kwargs):
         raise AssertionError("the run started: the read-only lake was found only when landing")
 
-    monkeypatch.setattr(raglake.api.run, "_run", flow)
+    monkeypatch.setattr(raglake.api.evaluation, "_run", flow)
     with pytest.raises(LakeError, match=f"{folder} cannot be written"):
         raglake.evaluate(ROWS, lake=str(folder))
     assert list(folder.iterdir()) == []

@@ -7,6 +7,7 @@ sentence-transformers."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,16 +104,20 @@ def test_bertscore_is_the_same_through_either_model(pair, texts) -> None:
         assert ours == theirs and sum(s is not None for s in ours) > 20
 
 
-def test_the_default_loads_without_sentence_transformers_or_transformers() -> None:
+@pytest.mark.parametrize(("switch", "model"), [("0", "TorchBert"), ("1", "RemoteBert")])
+def test_the_default_loads_without_sentence_transformers_or_transformers(switch: str, model: str) -> None:
+    """In this process (RAGLAKE_MODEL_PROCESS=0) or in its own (raglake.embed.process, the default where torch
+    is not imported yet: that process runs raglake.embed.serve, which imports torchbert alone)."""
     code = (
         "import sys; from raglake.embed.encoders import get_embedder; e = get_embedder(); "
         "e.load(warm=True); e.encode(['a question']); e.count_tokens(['a question']); "
         "print(type(e.model).__name__, sorted({m.split('.')[0] for m in sys.modules} & "
         "{'sentence_transformers', 'transformers', 'sklearn', 'scipy'}))"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "RAGLAKE_MODEL_PROCESS": switch}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["TorchBert", "[]"]
+    assert done.stdout.split() == [model, "[]"]
 
 
 def _copy(folder: Path, to: Path) -> Path:

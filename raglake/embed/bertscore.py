@@ -86,7 +86,7 @@ class BertScorer:
                 seq = [cls, *windows[w][1], sep]
                 input_ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
-            device = self.embedder.model.device  # the embedder's (cpu, cuda or mps); the matching runs on the cpu
+            device = self.embedder.torch_model.device  # the embedder's (cpu, cuda or mps); the matching runs on the cpu
             states = self.embedder.hidden_states(input_ids.to(device), mask.to(device))
             hidden = states[self.layer].float().cpu().numpy().astype(np.float64)
             for row, w in enumerate(batch):

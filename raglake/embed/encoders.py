@@ -61,9 +61,12 @@ class Encoders:
     def clear(self) -> None:
         """Forget every model (the next request loads afresh)."""
         with self._lock:
+            embedders = list(self._embedders.values())
             self._embedders.clear()
             self._encoders.clear()
             self._scorers.clear()
+        for embedder in embedders:
+            embedder.release()
 
 
 ENCODERS = Encoders()

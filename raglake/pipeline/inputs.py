@@ -7,16 +7,14 @@ and no import of the caller's script, which multiprocessing's spawn would run ag
 
 from __future__ import annotations
 
-import os
 import pickle
-import site
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import IO
 
-import raglake
+from raglake.children import child_env
 from raglake.golden import GoldenSet, SpooledGolden, load_golden, load_labels
 from raglake.lake.store import Lake
 from raglake.pipeline.settings import RunSettings
@@ -64,7 +62,7 @@ def _load_side_by_side(settings: RunSettings, lake: Lake) -> tuple[GoldenSet, Ta
             [sys.executable, "-m", "raglake.golden_process", str(settings.golden), str(cases.fileno())],
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env=_env(),
+            env=child_env(),
             pass_fds=(cases.fileno(),),  # the spool's file has no name: the other process inherits it
         )
         return _collect(process, stderr, settings, lake, cases)
@@ -85,17 +83,6 @@ def _collect(
         if process.poll() is None:
             process.kill()
             process.communicate()
-
-
-def _env() -> dict[str, str]:
-    """This environment; where raglake was imported from a folder that is not a site-packages (a
-    checkout put on sys.path by a script), that folder goes first on the path, so that the other process
-    runs the same code."""
-    env = dict(os.environ)
-    here = Path(raglake.__file__).resolve().parents[1]
-    if here not in {Path(p).resolve() for p in site.getsitepackages()}:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(here), env.get("PYTHONPATH")) if p)
-    return env
 
 
 def _answer(process: subprocess.Popen, stderr: IO[bytes], golden: str) -> SpooledGolden:

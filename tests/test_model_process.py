@@ -1,0 +1,260 @@
+"""The packaged model in a process of its own (raglake.embed.process, issue 29's cold start): its vectors equal
+this process's own TorchBert bit for bit, so nothing cached or landed depends on where the model ran; a call
+that embeds leaves torch unimported in the caller and lands the very scores of a run in process; a process
+no run takes is stopped; the other process ends with this one; errors name their cause."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from raglake.embed import process
+from raglake.embed.encoders import Encoders
+from raglake.embed.model import Embedder, cpu_only_torch, resolve_embedder_path
+from raglake.embed.torchbert import TorchBert
+from raglake.errors import ConfigError
+from tests.test_torchbert import _copy, _sample_texts
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = resolve_embedder_path(None)[1]
+
+
+@pytest.fixture(scope="module")
+def remote():
+    model = process.RemoteBert(FOLDER)
+    yield model
+    model.process.close()
+
+
+@pytest.mark.parametrize(("batch_size", "normalize"), [(64, True), (5, True), (64, False)])
+def test_the_process_vectors_equal_this_process_bit_for_bit(remote, batch_size: int, normalize: bool) -> None:
+    texts = _sample_texts()
+    theirs = remote.encode(texts, batch_size=batch_size, normalize_embeddings=normalize)
+    ours = TorchBert(FOLDER).encode(texts, batch_size=batch_size, normalize_embeddings=normalize)
+    assert theirs.dtype == ours.dtype == np.float32 and theirs.shape == ours.shape == (len(texts), 384)
+    assert np.array_equal(theirs, ours)
+    assert remote.tokenizer(texts)["input_ids"] == TorchBert(FOLDER).tokenizer(texts)["input_ids"]
+    assert (remote.max_seq_length, remote.get_embedding_dimension()) == (256, 384)
+
+
+def test_two_threads_asking_at_once_each_get_their_own_vectors(remote) -> None:
+    texts = _sample_texts()
+    halves = [texts[::2], texts[1::2]]
+    alone = [remote.encode(h, batch_size=64, normalize_embeddings=True) for h in halves]
+    got: dict[int, np.ndarray] = {}
+    threads = [
+        threading.Thread(target=lambda i=i: got.__setitem__(i, remote.encode(halves[i], 64, True))) for i in (0, 1)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(np.array_equal(got[i], alone[i]) for i in (0, 1))
+
+
+CALL = """
+import json, sys
+import raglake
+rows, lake, metrics = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+result = raglake.evaluate(rows, metrics=metrics, lake=lake)
+frame = result.to_pandas()
+values = sorted((r.case_id, r.metric, float(r.value)) for r in frame.itertuples() if r.value == r.value)
+print(json.dumps({"torch": "torch" in sys.modules, "values": values}))
+"""
+ROWS = [
+    {"id": f"q{i}", "question": f"What is item {i}?", "answer": f"Item {i} is a {w}.", "reference": f"It is a {w}.",
+     "contexts": [f"Item {i} is a {w} of the catalogue.", "Unrelated text."]}
+    for i, w in enumerate(["lamp", "chair", "table", "small red boat"])
+]  # fmt: skip
+
+
+def _evaluate(tmp_path: Path, name: str, switch: str, metrics: str = "semantic_similarity") -> dict:
+    env = {**os.environ, "RAGLAKE_MODEL_PROCESS": switch}
+    env.pop("PREFECT_API_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", CALL, json.dumps(ROWS), str(tmp_path / name), metrics],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_evaluation_that_embeds_leaves_torch_out_of_the_caller_and_lands_the_same_scores(tmp_path: Path) -> None:
+    apart = _evaluate(tmp_path, "apart", "1", "semantic_similarity,answer_correctness_emb")
+    here = _evaluate(tmp_path, "here", "0", "semantic_similarity,answer_correctness_emb")
+    assert apart["torch"] is False and here["torch"] is True
+    assert len(apart["values"]) >= 2 * len(ROWS) and apart["values"] == here["values"]
+
+
+LEFT = """
+import json, os, sys
+import raglake
+from raglake.embed import process
+started = []
+real = process.ModelProcess.__init__
+def spy(self, folder):
+    real(self, folder)
+    started.append(self._process)
+process.ModelProcess.__init__ = spy
+raglake.evaluate(json.loads(sys.argv[1]), metrics="mrr_at_k", lake=sys.argv[2])
+running = [p.poll() is None for p in started]
+print(json.dumps({"started": len(started), "running": running, "early": len(process._early)}))
+"""
+
+
+def test_a_call_that_does_not_embed_stops_the_process_it_started_early(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "RAGLAKE_MODEL_PROCESS")}
+    done = subprocess.run(
+        [sys.executable, "-c", LEFT, json.dumps(ROWS), str(tmp_path / "lake")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"started": 1, "running": [False], "early": 0}
+
+
+def test_the_process_ends_when_its_caller_is_killed(tmp_path: Path) -> None:
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        from raglake.embed import process
+        p = process.ModelProcess(process.Path({str(FOLDER)!r}))
+        p.ready()
+        print(p._process.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    child = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+def test_forgetting_the_models_ends_the_process() -> None:
+    encoders = Encoders()
+    embedder = encoders.embedder()
+    before = process.wanted
+    try:
+        process.wanted = lambda: True  # this test process may have imported torch already
+        vectors = embedder.encode(["a question"])
+    finally:
+        process.wanted = before
+    assert vectors.shape == (1, 384)
+    child = embedder.model.process._process
+    assert child.poll() is None
+    encoders.clear()
+    assert child.poll() == 0
+
+
+def test_a_broken_model_is_a_config_error_naming_the_file_as_in_this_process(tmp_path: Path) -> None:
+    broken = _copy(FOLDER, tmp_path / "model")
+    (broken / "model.safetensors").unlink()
+    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ValueError, match="model.safetensors") as here:
+        TorchBert(broken)
+    model = process.RemoteBert(broken)
+    for _ in range(2):  # the second call gets the same error, not a broken pipe to a process that has ended
+        with pytest.raises(ConfigError) as apart:
+            model.encode(["a question"])
+        assert str(apart.value) == f"cannot load embedder from {broken}: {here.value}"
+
+
+def test_an_interrupted_request_leaves_the_next_call_a_fresh_process(monkeypatch) -> None:
+    model = process.RemoteBert(FOLDER)
+    first = model.encode(["a question"], 64, True)
+    real = process.receive
+
+    def interrupted(sock):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(process, "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.encode(["another question"], 64, True)  # sent, its answer never read: the stream is out of step
+    monkeypatch.setattr(process, "receive", real)
+    old = model.process
+    assert old.broken
+    again = model.encode(["a question"], 64, True)
+    assert model.process is not old and old._process.poll() is not None
+    assert np.array_equal(again, first)
+    model.process.close()
+
+
+def test_a_wrong_switch_is_an_error_naming_it(monkeypatch) -> None:
+    monkeypatch.setitem(os.environ, process.SWITCH, "yes")
+    with pytest.raises(ConfigError, match="RAGLAKE_MODEL_PROCESS='yes': use 1 .* or 0"):
+        process.wanted()
+    monkeypatch.setitem(os.environ, process.SWITCH, "0")
+    assert process.wanted() is False
+
+
+@pytest.mark.parametrize(
+    ("cuda", "hip", "cpu_only"),
+    [("None", "None", True), ("'12.1'", "None", False), ("None", "'6.0'", False)],
+)
+def test_auto_is_the_cpu_without_importing_torch_only_for_a_cpu_build(monkeypatch, tmp_path, cuda, hip, cpu_only):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('never imported')\n")
+    (fake / "version.py").write_text(f"from typing import Optional\ncuda: Optional[str] = {cuda}\nhip = {hip}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert cpu_only_torch() is cpu_only
+
+
+def test_auto_resolves_to_the_cpu_in_a_fresh_process_as_torch_itself_says() -> None:
+    code = (
+        "import sys; from raglake.embed.model import resolve_device; d = resolve_device('auto'); "
+        "before = 'torch' in sys.modules; import torch; print(d, before, torch.cuda.is_available())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cpu", "False", "False"]
+
+
+def test_the_embedder_of_a_process_with_torch_loaded_stays_here() -> None:
+    import torch  # noqa: F401 - loaded: the model then loads here in ~0.1 s
+
+    assert "torch" in sys.modules and process.wanted() is False
+    assert not hasattr(Embedder().model, "remote")
+
+
+def test_a_later_call_uses_the_loaded_model_and_starts_no_other_process(tmp_path: Path) -> None:
+    code = textwrap.dedent("""
+        import json, sys
+        import raglake
+        from raglake.embed import process
+        started = []
+        real = process.ModelProcess.__init__
+        def spy(self, folder):
+            real(self, folder)
+            started.append(self)
+        process.ModelProcess.__init__ = spy
+        for lake in sys.argv[2:]:
+            raglake.evaluate(json.loads(sys.argv[1]), metrics="semantic_similarity", lake=lake)
+        print(len(started))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "RAGLAKE_MODEL_PROCESS")}
+    lakes = [str(tmp_path / f"lake{i}") for i in range(3)]
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(ROWS), *lakes], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "1"
