@@ -7,10 +7,12 @@ imports raglake or a module of its own that does.
 
 from __future__ import annotations
 
+import os
 import resource
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +25,21 @@ def pct(values: list[float], q: float) -> float:
     import numpy as np
 
     return float(np.percentile(np.asarray(values, dtype=float), q)) if values else float("nan")
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its live children (Linux' /proc: the packaged model's process,
+    raglake.embed.process, encodes there), in seconds; elsewhere this process's alone."""
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for children in Path("/proc/self/task").glob("*/children"):
+        for pid in children.read_text().split():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # it ended meanwhile
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
 
 
 def max_rss_mib() -> float:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from _common import cpu_seconds
 
 from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.cache import EmbeddingCache, TextEncoder, text_key
@@ -62,9 +63,9 @@ def raw_encode(embedder, texts: Sequence[str], parallel: bool | None = None) -> 
     if parallel is not None:
         os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
     try:
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         embedder.sentence_transformer.encode(list(texts), batch_size=64, normalize_embeddings=True)
-        return time.perf_counter() - t0, time.process_time() - c0
+        return time.perf_counter() - t0, cpu_seconds() - c0
     finally:
         if before is None:
             os.environ.pop("TOKENIZERS_PARALLELISM", None)
@@ -127,7 +128,7 @@ def raglake_stage(pairs, embedder, metrics, config: ScoringConfig, cache_root: s
     """What the evaluate flow does after capture: embed_texts (collect + one encode), then score batches."""
     out = StageResult()
     forget_memos()
-    c0 = time.process_time()
+    c0 = cpu_seconds()
     t0 = time.perf_counter()
     texts = collect_texts(pairs, config.k, metrics)
     t1 = time.perf_counter()
@@ -137,7 +138,7 @@ def raglake_stage(pairs, embedder, metrics, config: ScoringConfig, cache_root: s
     encoded_before_scoring = encoder.stats.encoded
     out.scored = score_pairs(pairs, metrics, config, encoder=encoder)
     t3 = time.perf_counter()
-    out.cpu = time.process_time() - c0
+    out.cpu = cpu_seconds() - c0
     out.collect, out.encode, out.score = t1 - t0, t2 - t1, t3 - t2
     out.model = encoder.stats.seconds_encoding
     out.requested, out.distinct = len(texts), len(texts)
