@@ -47,6 +47,25 @@ def test_the_process_vectors_equal_this_process_bit_for_bit(remote, batch_size: 
     assert (remote.max_seq_length, remote.get_embedding_dimension()) == (256, 384)
 
 
+@pytest.mark.parametrize("padded", [True, False], ids=["padded", "one-length"])
+def test_bertscores_hidden_layers_from_the_process_equal_this_process_bit_for_bit(remote, padded: bool) -> None:
+    import torch
+
+    local = TorchBert(FOLDER)
+    ids = local.tokenizer(_sample_texts()[:40], add_special_tokens=True)["input_ids"]
+    ids = [seq[:60] for seq in ids] if padded else [seq[:6] for seq in ids if len(seq) >= 6]
+    width = max(map(len, ids))
+    input_ids = np.zeros((len(ids), width), dtype=np.int64)
+    mask = np.zeros_like(input_ids)
+    for row, seq in enumerate(ids):
+        input_ids[row, : len(seq)], mask[row, : len(seq)] = seq, 1
+    assert bool(mask.all()) is not padded
+    states = local.hidden_states(torch.from_numpy(input_ids), torch.from_numpy(mask))
+    for layer in range(local.num_layers + 1):
+        theirs = remote.process.layer_states(input_ids, mask, layer)
+        assert theirs.dtype == np.float32 and np.array_equal(theirs, states[layer].numpy()), layer
+
+
 def test_two_threads_asking_at_once_each_get_their_own_vectors(remote) -> None:
     texts = _sample_texts()
     halves = [texts[::2], texts[1::2]]
@@ -94,10 +113,11 @@ def _evaluate(tmp_path: Path, name: str, switch: str, metrics: str = "semantic_s
 
 
 def test_an_evaluation_that_embeds_leaves_torch_out_of_the_caller_and_lands_the_same_scores(tmp_path: Path) -> None:
-    apart = _evaluate(tmp_path, "apart", "1", "semantic_similarity,answer_correctness_emb")
-    here = _evaluate(tmp_path, "here", "0", "semantic_similarity,answer_correctness_emb")
+    metrics = "semantic_similarity,answer_correctness_emb,bert_score_f1"
+    apart, here = _evaluate(tmp_path, "apart", "1", metrics), _evaluate(tmp_path, "here", "0", metrics)
     assert apart["torch"] is False and here["torch"] is True
-    assert len(apart["values"]) >= 2 * len(ROWS) and apart["values"] == here["values"]
+    assert {m for _, m, _ in apart["values"]} == set(metrics.split(","))
+    assert len(apart["values"]) == 3 * len(ROWS) and apart["values"] == here["values"]
 
 
 LEFT = """
@@ -258,3 +278,35 @@ def test_a_later_call_uses_the_loaded_model_and_starts_no_other_process(tmp_path
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stdout.split()[-1] == "1"
+
+
+def test_a_fork_gets_a_process_of_its_own_and_leaves_its_parents_alone(remote) -> None:
+    first = remote.encode(["a question"], 64, True)
+    parents = remote.process
+    pid = os.fork()
+    if pid == 0:  # the fork: its own process, the same vectors; the parent's process untouched
+        code = 1
+        try:
+            same = np.array_equal(remote.encode(["a question"], 64, True), first)
+            code = 0 if same and remote.process is not parents and remote.process.owner == os.getpid() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert remote.process is parents and np.array_equal(remote.encode(["a question"], 64, True), first)
+
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["loaded", "still-loading"])
+def test_a_caller_that_exits_has_ended_its_process_first(tmp_path: Path, loaded: bool) -> None:
+    """Reaped at exit (raglake.embed.process._close_all), loaded or not: nothing outlives the caller, so a
+    command's process group is empty once it has exited (tests/test_signals.py counts on it)."""
+    code = textwrap.dedent(f"""
+        from raglake.embed import process
+        p = process.ModelProcess(process.Path({str(FOLDER)!r}))
+        if {loaded}:
+            p.ready()
+        print(p._process.pid, flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not Path(f"/proc/{int(done.stdout.split()[0])}").exists()

@@ -69,8 +69,6 @@ class BertScorer:
     def embed_tokens(self, ids: Sequence[Sequence[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text: normalised contextual embeddings of every window's [CLS] tokens [SEP], and which
         rows are special tokens."""
-        import torch
-
         windows = [
             (n, list(seq[i : i + self.window])) for n, seq in enumerate(ids) for i in range(0, len(seq), self.window)
         ]
@@ -80,15 +78,14 @@ class BertScorer:
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             width = max(len(windows[w][1]) for w in batch) + 2
-            input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            input_ids = np.full((len(batch), width), pad, dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, w in enumerate(batch):
                 seq = [cls, *windows[w][1], sep]
-                input_ids[row, : len(seq)] = torch.tensor(seq)
+                input_ids[row, : len(seq)] = seq
                 mask[row, : len(seq)] = 1
-            device = self.embedder.torch_model.device  # the embedder's (cpu, cuda or mps); the matching runs on the cpu
-            states = self.embedder.hidden_states(input_ids.to(device), mask.to(device))
-            hidden = states[self.layer].float().cpu().numpy().astype(np.float64)
+            # on the embedder's device (or in the model's process); the matching runs here on the cpu
+            hidden = self.embedder.layer_states(input_ids, mask, self.layer).astype(np.float64)
             for row, w in enumerate(batch):
                 vecs = hidden[row, : len(windows[w][1]) + 2]  # [CLS] tokens [SEP]
                 pieces[w] = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)

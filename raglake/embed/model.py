@@ -262,6 +262,19 @@ class Embedder:
             out = model[0].auto_model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
         return out.hidden_states
 
+    def layer_states(self, input_ids: np.ndarray, attention_mask: np.ndarray, layer: int) -> np.ndarray:
+        """One hidden layer's states (0: the embeddings) of a padded batch of token ids (int64 arrays), as
+        float32 (batch, width, hidden) on the cpu: computed in the model's process where the model runs in one,
+        else from `hidden_states` on the model's device."""
+        model = self.model
+        if _is_remote(model):
+            return model.layer_states(input_ids, attention_mask, layer)
+        import torch
+
+        device = self.torch_model.device
+        states = self.hidden_states(torch.from_numpy(input_ids).to(device), torch.from_numpy(attention_mask).to(device))
+        return states[layer].float().cpu().numpy()
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes, special tokens included, without truncation."""
         if not texts:

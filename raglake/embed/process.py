@@ -6,14 +6,16 @@ the very forward pass this process would run, so the vectors are equal bit for b
 it answers one request at a time over a socket pair and ends when this process closes its end (or ends).
 
 Used for the packaged default on the cpu when torch is not imported here yet (a process that has torch
-loaded already loads the model in ~0.1 s itself) and RAGLAKE_MODEL_PROCESS is not `0`. BERTScore's hidden
-states stay in this process (raglake.embed.model loads the model here too when they are asked for).
+loaded already loads the model in ~0.1 s itself) and RAGLAKE_MODEL_PROCESS is not `0`. It answers both what
+a run asks of the model: sentence vectors (`encode`) and, for BERTScore, one hidden layer's states of a padded
+batch of token ids (`layer_states`); the tokenizer runs here (raglake.embed.bertfiles, no torch).
 
 `start_early` starts one before a run knows it will embed (raglake.api.run: before the API's own imports);
 the first RemoteBert of that folder adopts it, and `discard_early` stops it when no run took it."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -56,7 +58,7 @@ def receive(sock: socket.socket) -> tuple[dict, bytearray] | None:
 
 
 def _read(sock: socket.socket, size: int) -> bytearray | None:
-    buffer, view, got = bytearray(size), None, 0
+    buffer, got = bytearray(size), 0
     view = memoryview(buffer)
     while got < size:
         n = sock.recv_into(view[got:], min(size - got, 1 << 24))
@@ -68,11 +70,12 @@ def _read(sock: socket.socket, size: int) -> bytearray | None:
 
 def wanted() -> bool:
     """Whether the packaged model should load in a process of its own: torch not loaded here, and not
-    switched off. Any other value of RAGLAKE_MODEL_PROCESS than 0 or 1 is an error, not ignored."""
+    switched off. Any other value of RAGLAKE_MODEL_PROCESS than 0 or 1 is an error, not ignored. POSIX
+    only (the socket is handed over as an inherited descriptor)."""
     value = os.environ.get(SWITCH, "1").strip()
     if value not in ("0", "1"):
         raise ConfigError(f"{SWITCH}={value!r}: use 1 (the packaged model in a process of its own) or 0 (in this one)")
-    return value == "1" and "torch" not in sys.modules
+    return value == "1" and "torch" not in sys.modules and os.name == "posix"
 
 
 class ModelProcess:
@@ -99,6 +102,7 @@ class ModelProcess:
         finally:
             theirs.close()
         self._socket, self._lock, self._hello = mine, threading.Lock(), None
+        self.owner = os.getpid()  # a fork of this process must not use (or stop) it: RemoteBert starts its own
         self.failure: ConfigError | None = None  # the model's load error, raised again by every request
         self.broken = False  # a request cut off halfway (an interrupt): the stream is out of step, never reused
         with _registry_lock:
@@ -124,13 +128,22 @@ class ModelProcess:
     def encode(self, texts: Sequence[str], batch_size: int, normalize: bool) -> np.ndarray:
         """The texts' vectors, as TorchBert.encode gives them there. The request is sent before the model's
         load is awaited: one waiting there is served before the process's idle warm-up."""
-        request = {"op": "encode", "texts": list(texts), "batch_size": batch_size, "normalize": normalize}
+        return self._ask({"op": "encode", "texts": list(texts), "batch_size": batch_size, "normalize": normalize})
+
+    def layer_states(self, input_ids: np.ndarray, attention_mask: np.ndarray, layer: int) -> np.ndarray:
+        """One layer of TorchBert.hidden_states there for a padded batch (int64 ids and mask), float32."""
+        pair = np.ascontiguousarray(np.stack([input_ids, attention_mask]), dtype=np.int64)
+        return self._ask(
+            {"op": "layer", "shape": list(input_ids.shape), "layer": int(layer)}, memoryview(pair).cast("B")
+        )
+
+    def _ask(self, request: dict, payload: bytes | memoryview = b"") -> np.ndarray:
         with self._lock:
             if self.failure is not None:
                 raise self.failure
             try:
                 try:
-                    send(self._socket, request)
+                    send(self._socket, request, payload)
                 except OSError as e:  # the other process has gone
                     self._ended(f": {e}")
                 self._ready()
@@ -139,7 +152,7 @@ class ModelProcess:
                 self.broken = self.failure is None
                 raise
         if not header.get("ok"):
-            raise RuntimeError(f"the embedder's process could not encode: {header['error']}")
+            raise RuntimeError(f"the embedder's process could not answer {request['op']!r}: {header['error']}")
         return np.frombuffer(payload, dtype=np.float32).reshape(header["shape"])
 
     def _answer(self) -> tuple[dict, bytearray]:
@@ -203,6 +216,19 @@ class RemoteBert:
     def get_embedding_dimension(self) -> int:
         return self.hidden_size
 
+    def current(self) -> ModelProcess:
+        """The process to ask: a fresh one in a fork of the process that started it (the socket and its lock
+        are that process's), or after a request cut off halfway (the old one is stopped)."""
+        if self.process.owner != os.getpid():
+            self.process = ModelProcess(self.process.folder)
+        elif self.process.broken:
+            self.process.kill()
+            self.process = ModelProcess(self.process.folder)
+        return self.process
+
+    def layer_states(self, input_ids: np.ndarray, attention_mask: np.ndarray, layer: int) -> np.ndarray:
+        return self.current().layer_states(input_ids, attention_mask, layer)
+
     def encode(
         self,
         texts: Sequence[str],
@@ -214,10 +240,7 @@ class RemoteBert:
         del convert_to_numpy, show_progress_bar  # always numpy; never a progress bar
         if not texts:
             return np.zeros((0, self.hidden_size), dtype=np.float32)
-        if self.process.broken:  # a request of an earlier call was interrupted: a fresh process
-            self.process.kill()
-            self.process = ModelProcess(self.process.folder)
-        return self.process.encode(texts, batch_size, normalize_embeddings)
+        return self.current().encode(texts, batch_size, normalize_embeddings)
 
 
 _registry_lock = threading.RLock()
@@ -239,6 +262,16 @@ def start_early(folder: Path) -> None:
 def _adopt(folder: Path) -> ModelProcess | None:
     with _registry_lock:
         return _early.pop(str(folder), None)
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit: every process this one started ends (they would on their own once the socket closes; this
+    reaps them, so that nothing outlives the caller even briefly)."""
+    with _registry_lock:
+        left = [p for group in _live.values() for p in group if p.owner == os.getpid()]
+    for process in left:
+        process.close()
 
 
 def discard_early() -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from raglake.embed.model import WARM_UP_TEXTS
 from raglake.embed.process import receive, send
@@ -31,14 +32,24 @@ def serve(sock: socket.socket, folder: Path) -> None:
     if not select.select([sock], [], [], IDLE_S)[0]:  # nothing asked yet: warm up while the caller is busy
         model.encode(WARM_UP_TEXTS, batch_size=64)
     while (request := receive(sock)) is not None:
-        header, _ = request
         try:
-            texts, size, normalize = header["texts"], int(header["batch_size"]), bool(header["normalize"])
-            vectors = np.ascontiguousarray(model.encode(texts, batch_size=size, normalize_embeddings=normalize))
-        except (RuntimeError, ValueError, KeyError, TypeError) as e:  # torch's, or a malformed request
+            out = np.ascontiguousarray(answer(model, *request), dtype=np.float32)
+        except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as e:  # torch's, or a malformed request
             send(sock, {"ok": False, "error": f"{type(e).__name__}: {e}"})
             continue
-        send(sock, {"ok": True, "shape": list(vectors.shape)}, memoryview(vectors).cast("B"))
+        send(sock, {"ok": True, "shape": list(out.shape)}, memoryview(out).cast("B"))
+
+
+def answer(model: TorchBert, header: dict, payload: bytearray) -> np.ndarray:
+    """What a request asks: `encode` (texts -> vectors) or `layer` (a padded batch's ids and mask -> one
+    hidden layer's states, as BERTScore reads them)."""
+    if header["op"] == "encode":
+        texts, size, normalize = header["texts"], int(header["batch_size"]), bool(header["normalize"])
+        return model.encode(texts, batch_size=size, normalize_embeddings=normalize)
+    if header["op"] == "layer":
+        ids, mask = torch.from_numpy(np.frombuffer(payload, dtype=np.int64).reshape(2, *header["shape"]).copy())
+        return model.hidden_states(ids, mask)[int(header["layer"])].float().numpy()
+    raise ValueError(f"unknown request {header['op']!r}")
 
 
 def main(argv: list[str]) -> None:
