@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,11 +37,38 @@ def remote():
     model.process.close()
 
 
+@contextmanager
+def threads_of(remote):
+    """torch in this process on the model process's thread count: the last bits of a sum depend on it (as they
+    do between a Dask worker, on one thread, and this process), and a Dask cluster started earlier in a test
+    process leaves OMP_NUM_THREADS=1 in its environment (distributed's Nanny), which later children inherit."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(remote.process.ready()["threads"])
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_process_takes_the_thread_count_torch_takes_here() -> None:
+    """What a fresh import of torch in this environment chooses: the vectors are those of the model in the caller."""
+    model = process.ModelProcess(FOLDER)
+    try:
+        code = "import torch; print(torch.get_num_threads())"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+        assert model.ready()["threads"] == int(done.stdout)
+    finally:
+        model.close()
+
+
 @pytest.mark.parametrize(("batch_size", "normalize"), [(64, True), (5, True), (64, False)])
 def test_the_process_vectors_equal_this_process_bit_for_bit(remote, batch_size: int, normalize: bool) -> None:
     texts = _sample_texts()
     theirs = remote.encode(texts, batch_size=batch_size, normalize_embeddings=normalize)
-    ours = TorchBert(FOLDER).encode(texts, batch_size=batch_size, normalize_embeddings=normalize)
+    with threads_of(remote):
+        ours = TorchBert(FOLDER).encode(texts, batch_size=batch_size, normalize_embeddings=normalize)
     assert theirs.dtype == ours.dtype == np.float32 and theirs.shape == ours.shape == (len(texts), 384)
     assert np.array_equal(theirs, ours)
     assert remote.tokenizer(texts)["input_ids"] == TorchBert(FOLDER).tokenizer(texts)["input_ids"]
@@ -60,7 +88,8 @@ def test_bertscores_hidden_layers_from_the_process_equal_this_process_bit_for_bi
     for row, seq in enumerate(ids):
         input_ids[row, : len(seq)], mask[row, : len(seq)] = seq, 1
     assert bool(mask.all()) is not padded
-    states = local.hidden_states(torch.from_numpy(input_ids), torch.from_numpy(mask))
+    with threads_of(remote):
+        states = local.hidden_states(torch.from_numpy(input_ids), torch.from_numpy(mask))
     for layer in range(local.num_layers + 1):
         theirs = remote.process.layer_states(input_ids, mask, layer)
         assert theirs.dtype == np.float32 and np.array_equal(theirs, states[layer].numpy()), layer
@@ -130,7 +159,8 @@ def spy(self, folder):
     real(self, folder)
     started.append(self._process)
 process.ModelProcess.__init__ = spy
-raglake.evaluate(json.loads(sys.argv[1]), metrics="mrr_at_k", lake=sys.argv[2])
+for lake in sys.argv[2:]:  # the second call does not guess again
+    raglake.evaluate(json.loads(sys.argv[1]), metrics="mrr_at_k", lake=lake)
 running = [p.poll() is None for p in started]
 print(json.dumps({"started": len(started), "running": running, "early": len(process._early)}))
 """
@@ -139,7 +169,7 @@ print(json.dumps({"started": len(started), "running": running, "early": len(proc
 def test_a_call_that_does_not_embed_stops_the_process_it_started_early(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "RAGLAKE_MODEL_PROCESS")}
     done = subprocess.run(
-        [sys.executable, "-c", LEFT, json.dumps(ROWS), str(tmp_path / "lake")],
+        [sys.executable, "-c", LEFT, json.dumps(ROWS), str(tmp_path / "lake"), str(tmp_path / "lake2")],
         cwd=tmp_path,
         env=env,
         capture_output=True,

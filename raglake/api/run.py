@@ -70,11 +70,17 @@ def evaluate(
         process.discard_early()
 
 
+_guessed: list[bool] = []  # whether a call of this process has started the model's process on a guess
+
+
 def _start_model_early(embedder: object, device: object) -> None:
     """Start the packaged model's process where this call would run that model on the cpu, unless its
     arguments say otherwise (another embedder or device; an eval file may still: then the plan stops it).
-    A wrong RAGLAKE_MODEL_PROCESS is a ConfigError here, as it would be when the model loads."""
-    if embedder not in (None, DEFAULT_EMBEDDER) or device not in ("auto", "cpu"):
+    On a guess, so once per process: it is what a cold first call waits for, and a session of calls that do
+    not embed should not start one each time (a later call that embeds starts it at its plan, as the
+    command line does). A wrong RAGLAKE_MODEL_PROCESS is a ConfigError here, as it would be when the model loads."""
+    if _guessed or embedder not in (None, DEFAULT_EMBEDDER) or device not in ("auto", "cpu"):
         return
+    _guessed.append(True)
     if resolve_device(str(device)) == "cpu":
         process.start_early(resolve_embedder_path(None)[1])

@@ -28,7 +28,7 @@ def serve(sock: socket.socket, folder: Path) -> None:
     except (OSError, ValueError) as e:  # what the same load in the caller's process turns into a ConfigError
         send(sock, {"ok": False, "error": str(e)})
         return
-    send(sock, {"ok": True, "dimension": model.hidden_size})
+    send(sock, {"ok": True, "dimension": model.hidden_size, "threads": torch.get_num_threads()})
     if not select.select([sock], [], [], IDLE_S)[0]:  # nothing asked yet: warm up while the caller is busy
         model.encode(WARM_UP_TEXTS, batch_size=64)
     while (request := receive(sock)) is not None:
