@@ -126,19 +126,20 @@ ROWS = [
 ]  # fmt: skip
 
 
-def _evaluate(tmp_path: Path, name: str, switch: str, metrics: str = "semantic_similarity") -> dict:
-    env = {**os.environ, "RAGLAKE_MODEL_PROCESS": switch}
-    env.pop("PREFECT_API_URL", None)
+def _python(tmp_path: Path, code: str, *args: str, switch: str | None = None) -> str:
+    """What a fresh `python -c CODE ARGS` prints (it must succeed), without the test harness's Prefect API
+    and with RAGLAKE_MODEL_PROCESS=`switch` (None: unset, the default)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", process.SWITCH)}
+    env.update({process.SWITCH: switch} if switch is not None else {})
     done = subprocess.run(
-        [sys.executable, "-c", CALL, json.dumps(ROWS), str(tmp_path / name), metrics],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _evaluate(tmp_path: Path, name: str, switch: str, metrics: str) -> dict:
+    return json.loads(_python(tmp_path, CALL, json.dumps(ROWS), str(tmp_path / name), metrics, switch=switch))
 
 
 def test_an_evaluation_that_embeds_leaves_torch_out_of_the_caller_and_lands_the_same_scores(tmp_path: Path) -> None:
@@ -167,17 +168,8 @@ print(json.dumps({"started": len(started), "running": running, "early": len(proc
 
 
 def test_a_call_that_does_not_embed_stops_the_process_it_started_early(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "RAGLAKE_MODEL_PROCESS")}
-    done = subprocess.run(
-        [sys.executable, "-c", LEFT, json.dumps(ROWS), str(tmp_path / "lake"), str(tmp_path / "lake2")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"started": 1, "running": [False], "early": 0}
+    out = _python(tmp_path, LEFT, json.dumps(ROWS), str(tmp_path / "lake"), str(tmp_path / "lake2"))
+    assert json.loads(out) == {"started": 1, "running": [False], "early": 0}
 
 
 def test_the_process_ends_when_its_caller_is_killed(tmp_path: Path) -> None:
@@ -300,14 +292,7 @@ def test_a_later_call_uses_the_loaded_model_and_starts_no_other_process(tmp_path
             raglake.evaluate(json.loads(sys.argv[1]), metrics="semantic_similarity", lake=lake)
         print(len(started))
     """)
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "RAGLAKE_MODEL_PROCESS")}
-    lakes = [str(tmp_path / f"lake{i}") for i in range(3)]
-    done = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(ROWS), *lakes], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert done.stdout.split()[-1] == "1"
+    assert _python(tmp_path, code, json.dumps(ROWS), *(str(tmp_path / f"lake{i}") for i in range(3))) == "1"
 
 
 def test_a_fork_gets_a_process_of_its_own_and_leaves_its_parents_alone(remote) -> None:
@@ -337,6 +322,4 @@ def test_a_caller_that_exits_has_ended_its_process_first(tmp_path: Path, loaded:
             p.ready()
         print(p._process.pid, flush=True)
     """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert not Path(f"/proc/{int(done.stdout.split()[0])}").exists()
+    assert not Path(f"/proc/{int(_python(tmp_path, code))}").exists()

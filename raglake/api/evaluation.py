@@ -9,7 +9,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,24 +38,13 @@ def session_lake() -> str:
     return _session["lake"]
 
 
-def evaluate_now(
-    data: Any = None,
-    *,
-    config: str | Path | Mapping[str, Any] | None = None,
-    golden: str | Path | None = None,
-    target: str | None = None,
-    metrics: str | Sequence[str] | None = None,
-    lake: str | Path | None = None,
-    judge: str | Mapping[str, Any] | JudgeSettings | None = None,
-    name: str = "dataframe",
-    extra_columns: Sequence[str] = (),
-    verbose: bool = False,
-    show_progress: bool = False,
-    **options: Any,
-) -> Result | list[Result]:
-    """raglake.api.run.evaluate's work, once the model's process is on its way."""
-    prefect_settings.apply(verbose=verbose)  # the CLI's Prefect settings: start-up time-out, telemetry off
-    inputs = inputs_for(data, golden, name, extra_columns)
+def evaluate_now(call: Mapping[str, Any]) -> Result | list[Result]:
+    """raglake.api.run.evaluate's work, once the model's process is on its way: `call` holds that function's
+    arguments by name (`options`: its **options)."""
+    data, golden, target, metrics = call["data"], call["golden"], call["target"], call["metrics"]
+    lake, judge, options = call["lake"], call["judge"], call["options"]
+    prefect_settings.apply(verbose=call["verbose"])  # the CLI's Prefect settings: start-up time-out, telemetry off
+    inputs = inputs_for(data, golden, call["name"], call["extra_columns"])
     if inputs.target and target:
         inputs.close()
         raise ConfigError("the data holds the answers already: leave out target, or drop the answer columns")
@@ -68,8 +57,8 @@ def evaluate_now(
             "lake": str(lake) if lake is not None else None,
             "judge": JudgeSettings.of(judge.model_dump() if isinstance(judge, JudgeSettings) else judge),
         }
-        plans = _plans(config, overrides, rows_without_answers=inputs.folder is not None and not inputs.target)
-        results = [Result(run_id, plans[0].lake.url) for run_id in _run(plans, show_progress)]
+        plans = _plans(call["config"], overrides, rows_without_answers=inputs.folder is not None and not inputs.target)
+        results = [Result(run_id, plans[0].lake.url) for run_id in _run(plans, call["show_progress"])]
         return results[0] if len(results) == 1 else results
     finally:
         inputs.close()

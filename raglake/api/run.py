@@ -48,24 +48,12 @@ def evaluate(
     mean"; a column named meta_* is kept too). Other options: RunSettings' fields by name (k, run_id,
     labels, require_snippets, batch_size, embedder, device, runner, results, theta_s, theta_h,
     bertscore_layer, bertscore_idf, spot_check, judge_model, …), as `raglake run`'s options name them."""
+    call = dict(locals())  # the arguments, by name (raglake.api.evaluation reads them)
     _start_model_early(options.get("embedder"), options.get("device", "auto"))
     try:
         from raglake.api import evaluation  # the API's imports, while the model's process starts
 
-        return evaluation.evaluate_now(
-            data,
-            config=config,
-            golden=golden,
-            target=target,
-            metrics=metrics,
-            lake=lake,
-            judge=judge,
-            name=name,
-            extra_columns=extra_columns,
-            verbose=verbose,
-            show_progress=show_progress,
-            **options,
-        )
+        return evaluation.evaluate_now(call)
     finally:
         process.discard_early()
 

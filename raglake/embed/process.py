@@ -230,14 +230,9 @@ class RemoteBert:
         return self.current().layer_states(input_ids, attention_mask, layer)
 
     def encode(
-        self,
-        texts: Sequence[str],
-        batch_size: int = 32,
-        normalize_embeddings: bool = False,
-        convert_to_numpy: bool = True,
-        show_progress_bar: bool = False,
+        self, texts: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False, **display: bool
     ) -> np.ndarray:
-        del convert_to_numpy, show_progress_bar  # always numpy; never a progress bar
+        """As TorchBert.encode (`display`: convert_to_numpy, show_progress_bar: always numpy, never a bar)."""
         if not texts:
             return np.zeros((0, self.hidden_size), dtype=np.float32)
         return self.current().encode(texts, batch_size, normalize_embeddings)
