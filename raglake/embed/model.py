@@ -175,8 +175,8 @@ class Embedder:
 
     @cached_property
     def torch_model(self):  # noqa: ANN201 - a SentenceTransformer or a TorchBert
-        """The model in this process, for what needs its tensors here (BERTScore's hidden states): `model`,
-        unless that runs in a process of its own; then a TorchBert of the same folder is loaded here too."""
+        """The model in this process, for what needs its tensors here (`hidden_states`): `model`, unless that
+        runs in a process of its own; then a TorchBert of the same folder is loaded here too."""
         return self._torchbert() if _is_remote(self.model) else self.model
 
     def load(self, *, warm: bool = False) -> None:
@@ -217,7 +217,7 @@ class Embedder:
         with self._loading:
             model, self._model = self._model, None
         self.__dict__.pop("torch_model", None)
-        if _is_remote(model):
+        if _is_remote(model) and model.process.owner == os.getpid():  # a fork's copy is its parent's to end
             model.process.close()
 
     def _load_sentence_transformer(self):  # noqa: ANN202
