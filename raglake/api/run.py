@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raglake.embed import process
-from raglake.embed.model import DEFAULT_EMBEDDER, resolve_device, resolve_embedder_path
+from raglake.embed.model import is_packaged, resolve_device, resolve_embedder_path
 
 if TYPE_CHECKING:
     from raglake.api.result import Result
@@ -67,7 +67,7 @@ def _start_model_early(embedder: object, device: object) -> None:
     On a guess, so once per process: it is what a cold first call waits for, and a session of calls that do
     not embed should not start one each time (a later call that embeds starts it at its plan, as the
     command line does). A wrong RAGLAKE_MODEL_PROCESS is a ConfigError here, as it would be when the model loads."""
-    if _guessed or embedder not in (None, DEFAULT_EMBEDDER) or device not in ("auto", "cpu"):
+    if _guessed or not is_packaged(embedder) or device not in ("auto", "cpu"):
         return
     _guessed.append(True)
     if resolve_device(str(device)) == "cpu":

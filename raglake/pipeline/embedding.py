@@ -14,7 +14,7 @@ from raglake.columnar.batch import ColumnarBatch
 from raglake.embed.bertscore import BertScore, idf_weights
 from raglake.embed.cache import TextEncoder
 from raglake.embed.encoders import bert_scorer, get_embedder, text_encoder
-from raglake.embed.model import DEFAULT_EMBEDDER, resolve_device
+from raglake.embed.model import is_packaged, resolve_device
 from raglake.embed.texts import VectorTable, collect_batch_texts, collect_texts
 from raglake.errors import ConfigError
 from raglake.metrics.context import ScoringConfig
@@ -69,8 +69,12 @@ def needs_embedder(metrics: Sequence[Metric]) -> bool:
 def embeds_packaged_on_cpu(metrics: Sequence[Metric], embedder: str | None, device: str) -> bool:
     """Whether a run embeds with the packaged default on the cpu: what a model process started before its
     plan (raglake.embed.process.start_early) is for."""
-    packaged = embedder in (None, DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}")
-    return needs_embedder(metrics) and packaged and device in ("auto", "cpu") and resolve_device(device) == "cpu"
+    return (
+        needs_embedder(metrics)
+        and is_packaged(embedder)
+        and device in ("auto", "cpu")
+        and resolve_device(device) == "cpu"
+    )
 
 
 def load_embedder_early(
