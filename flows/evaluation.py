@@ -17,8 +17,11 @@ from raglake.pipeline.plan import plan_run, planned
 def evaluation(config: str = "raglake.yaml", overrides: dict[str, Any] | None = None) -> list[str]:
     """Evaluate every target of the eval file `config` (a path relative to the worker's working folder),
     with `overrides` by setting name (`k`, `judge_model`, `judge.max_cost_usd`, …) winning over the file."""
-    runs = resolve(config, overrides or {}, discover=False).runs
-    plans = [plan_run(s) for s in runs]  # every input checked before the first run
-    get_run_logger().info("eval file %s: %d target(s)", config, len(plans))
+    resolved = resolve(config, overrides or {}, discover=False)
+    plans = [plan_run(s) for s in resolved.runs]  # every input checked before the first run
+    logger = get_run_logger()
+    logger.info("eval file %s: %d target(s)", config, len(plans))
+    for note in resolved.notes:
+        logger.warning("note: %s", note)
     with planned(*plans):
         return [evaluate(p.settings) for p in plans]

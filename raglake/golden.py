@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,15 @@ from pydantic import BaseModel
 
 from raglake.columnar.ingest import Canonical, capture_blocks, golden_blocks, worth_reading_in_bulk
 from raglake.errors import InputError, did_you_mean
-from raglake.importers import META_PREFIX, missing_question, near_miss, record_shape, split_record
+from raglake.importers import (
+    META_PREFIX,
+    holds_answer,
+    holds_capture,
+    missing_question,
+    near_miss,
+    record_shape,
+    split_record,
+)
 from raglake.records import Record, read_records, validate_record
 from raglake.schemas import Capture, CaseLabels, GoldenCase, content_text
 from raglake.spool import Spool, SpoolIndex, iter_records
@@ -216,6 +225,30 @@ def load_imported_captures(path: str | Path) -> list[tuple[Record, Capture]] | N
         capture = _imported(record, path, index)[1]
         out.append((record, validate_record(Record(record.line, capture), Capture, path)))
     return out
+
+
+OWN, ANSWERS, CONTEXTS, QUESTIONS = "own", "answers", "contexts", "questions"
+
+
+def what_it_holds(path: str | Path) -> str:
+    """What a golden-set file holds beyond questions: OWN (raglake's golden set, or no such file: its
+    first record is not another tool's shape), ANSWERS (another tool's export with at least one answer: it is
+    its own replay target), CONTEXTS (retrieved contexts but no answer anywhere) or QUESTIONS (neither). Reads
+    up to the first answer."""
+    path = Path(path)
+    if not path.is_file():
+        return OWN  # a missing file is the plan's error, with its own words
+    records = iter_records(path)
+    first = next(records, None)
+    if first is None or not record_shape(first.data):
+        return OWN
+    contexts = False
+    for record in itertools.chain([first], records):
+        if isinstance(record.data, dict):
+            if holds_answer(record.data):
+                return ANSWERS
+            contexts = contexts or holds_capture(record.data)
+    return CONTEXTS if contexts else QUESTIONS
 
 
 class _LabelLine(CaseLabels):

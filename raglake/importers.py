@@ -171,6 +171,11 @@ def split_record(
     return case, capture
 
 
+def holds_answer(data: dict[str, Any]) -> bool:
+    """Does the record hold an answer, under any of its names?"""
+    return _first(data, "answer") is not None
+
+
 def holds_capture(data: dict[str, Any]) -> bool:
     """Does the record hold what a system answered (an answer or retrieved contexts, under any name)?"""
     return _first(data, "answer") is not None or _first(data, "contexts") is not None or "retrieved" in data

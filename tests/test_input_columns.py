@@ -13,8 +13,10 @@ import pytest
 
 import raglake
 from raglake.api.inputs import inputs_for
-from raglake.errors import ConfigError, InputError
+from raglake.config.front import resolve
+from raglake.errors import ConfigError, InputError, LakeError
 from raglake.golden import load_golden, load_imported_captures
+from raglake.pipeline.settings import DEFAULT_TARGET, SAMPLE_GOLDEN
 
 QUESTIONS = ["Who wrote it?", "How long is the bridge?"]
 CONTEXTS = [["Ann wrote it in 1999."], ["The bridge is 2.1 km long."]]
@@ -114,3 +116,70 @@ def test_files_of_another_tools_shape_refuse_a_near_miss_column_by_file_line_and
     with pytest.raises(InputError) as bad:
         load_golden(csv)
     assert bad.value.field == "anwser" and "did you mean 'answer'?" in str(bad.value)
+
+
+def _export(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_golden_file_holding_answers_is_its_own_replay_target_when_no_target_is_given(tmp_path: Path) -> None:
+    """`--golden ragas.jsonl` (or golden= / the eval file's golden:) with no target evaluates the answers the
+    file holds; before, the builtin RAG answered its questions and the file's answers were dropped silently."""
+    path = _export(
+        tmp_path / "ragas.jsonl",
+        [
+            {"user_input": q, "retrieved_contexts": c, "response": a, "reference": a}
+            for q, c, a in zip(QUESTIONS, CONTEXTS, ANSWERS)
+        ],
+    )
+    (run,) = resolve(None, {"golden": str(path)}, discover=False).runs
+    assert run.target == f"replay:{path}"
+    (run,) = resolve({"golden": "ragas.jsonl"}, folder=tmp_path).runs  # an eval file's golden:, relative to it
+    assert run.target == f"replay:{path}"
+    evaluation = resolve(None, {"golden": str(path), "targets": [DEFAULT_TARGET]}, discover=False)
+    assert [r.target for r in evaluation.runs] == [DEFAULT_TARGET]  # a target the user names answers the questions
+    (note,) = evaluation.notes  # and the file's answers not being evaluated is said, with how to evaluate them
+    assert str(path) in note and "not evaluated" in note and f"replay:{path}" in note
+    same_file = ["builtin", f"replay:{path}"]  # the file's answers beside a system's: nothing left out
+    assert resolve(None, {"golden": str(path), "targets": same_file}, discover=False).notes == []
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.warns(UserWarning, match="not evaluated"), pytest.raises(LakeError):  # said before the plan's checks
+        raglake.evaluate(golden=path, target=DEFAULT_TARGET, lake=blocker)
+    result = raglake.evaluate(golden=path, lake=tmp_path / "lake", metrics=["semantic_similarity"])
+    values = result.to_pandas().set_index("case_id")["value"]
+    assert len(values) == 2 and values.min() > 0.999  # each answer is its own reference: the file's answers scored
+
+
+def test_a_relative_spelling_of_the_golden_file_as_a_target_is_the_same_file(tmp_path: Path, monkeypatch) -> None:
+    path = _export(tmp_path / "ragas.jsonl", [{"question": QUESTIONS[0], "answer": ANSWERS[0]}])
+    monkeypatch.chdir(tmp_path)
+    assert resolve(None, {"golden": str(path), "targets": ["builtin", "replay:./ragas.jsonl"]}).notes == []
+    assert len(resolve(None, {"golden": "ragas.jsonl", "targets": ["builtin"]}).notes) == 1
+
+
+def test_a_golden_file_of_questions_alone_keeps_the_default_target(tmp_path: Path) -> None:
+    testset = _export(
+        tmp_path / "testset.jsonl", [{"user_input": q, "reference": a} for q, a in zip(QUESTIONS, ANSWERS)]
+    )
+    (run,) = resolve(None, {"golden": str(testset)}, discover=False).runs
+    assert run.target == DEFAULT_TARGET
+    (run,) = resolve(None, {"golden": SAMPLE_GOLDEN}, discover=False).runs
+    assert run.target == DEFAULT_TARGET
+    # handed as the data, an export of questions alone needs a target, as rows without answers do (before: the
+    # error said it held contexts, which it does not)
+    with pytest.raises(ConfigError) as bad:
+        raglake.evaluate(testset, lake=tmp_path / "lake")
+    assert "hold no answers" in str(bad.value) and "target=" in str(bad.value) and "contexts" not in str(bad.value)
+    assert not (tmp_path / "lake").exists()
+
+
+def test_a_golden_file_holding_contexts_but_no_answers_and_no_target_says_how_to_give_either(tmp_path: Path) -> None:
+    path = _export(tmp_path / "contexts.jsonl", [{"question": q, "contexts": c} for q, c in zip(QUESTIONS, CONTEXTS)])
+    with pytest.raises(ConfigError) as bad:
+        resolve(None, {"golden": str(path)}, discover=False)
+    message = str(bad.value)
+    assert str(path) in message and "no answer" in message and "--target" in message and "target=" in message
+    (run,) = resolve(None, {"golden": str(path), "targets": ["builtin"]}, discover=False).runs
+    assert run.target == "builtin"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ def evaluate_now(call: Mapping[str, Any]) -> Result | list[Result]:
             "lake": str(lake) if lake is not None else None,
             "judge": JudgeSettings.of(judge.model_dump() if isinstance(judge, JudgeSettings) else judge),
         }
-        plans = _plans(call["config"], overrides, rows_without_answers=inputs.folder is not None and not inputs.target)
+        plans = _plans(call["config"], overrides, rows_without_answers=inputs.needs_target)
         results = [Result(run_id, plans[0].lake.url) for run_id in _run(plans, call["show_progress"])]
         return results[0] if len(results) == 1 else results
     finally:
@@ -68,6 +69,8 @@ def _plans(config: Any, overrides: dict[str, Any], *, rows_without_answers: bool
     """The runs' plans, every input checked (as `raglake run` does before Prefect starts); no lake given
     anywhere: this process's temporary lake. Rows without answers need a target (target= or the eval file's)."""
     evaluation = resolve(config, overrides, discover=False)
+    for note in evaluation.notes:  # raglake.evaluate -> evaluate_now -> _plans: the warning names the user's line
+        warnings.warn(note, UserWarning, stacklevel=4)
     named = overrides.get("target") or (
         evaluation.file and (evaluation.file.values.get("targets") or evaluation.file.values.get("target"))
     )

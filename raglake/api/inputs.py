@@ -4,7 +4,6 @@ temporary folder; a path is used as it is. Nothing of the data travels as a task
 
 from __future__ import annotations
 
-import itertools
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from raglake.errors import ConfigError, InputError
+from raglake.golden import ANSWERS, CONTEXTS, QUESTIONS, what_it_holds
 from raglake.importers import (
     ALIASES,
     META_PREFIX,
@@ -19,13 +19,11 @@ from raglake.importers import (
     missing_question,
     near_miss,
     plain,
-    record_shape,
     split_row,
 )
 from raglake.pipeline.settings import name_problem
 from raglake.records import Record, validate_record
 from raglake.schemas import Capture, GoldenCase
-from raglake.spool import iter_records
 
 
 @dataclass
@@ -35,6 +33,7 @@ class Inputs:
     golden: str
     target: str | None
     folder: tempfile.TemporaryDirectory | None = None  # removed with close()
+    needs_target: bool = False  # rows (or an export) of questions alone: a target must answer them
 
     def close(self) -> None:
         if self.folder is not None:
@@ -104,10 +103,6 @@ NO_ANSWERS = (
 )
 
 
-def holds_answer(row: dict[str, Any]) -> bool:
-    return any(row.get(name) is not None for name in ALIASES["answer"])
-
-
 def check_columns(rows: list[dict[str, Any]], extra: Sequence[str] = ()) -> None:
     """The data's columns as a whole, before any row: one that looks like a typo of a column raglake reads
     (unless in `extra` or named meta_*), no question column, or contexts without any answer."""
@@ -159,19 +154,16 @@ def stage_rows(rows: list[dict[str, Any]], name: str, extra_columns: Sequence[st
         path = Path(folder.name) / f"{name}.captures.jsonl"
         path.write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in captures))
         target = f"replay:{path}"
-    return Inputs(str(golden), target, folder)
+    return Inputs(str(golden), target, folder, needs_target=not holds_answers)
 
 
 def file_inputs(path: str | Path) -> Inputs:
-    """A golden-set file as it is; a file of another tool's shape (it holds the answers) is its own
-    replay target too."""
-    records = iter(iter_records(Path(path)))
-    first = next(records, None)
-    if first is None or not record_shape(first.data):
-        return Inputs(str(path), None)
-    if not any(isinstance(r.data, dict) and holds_answer(r.data) for r in itertools.chain([first], records)):
+    """A golden-set file as it is; a file of another tool's shape is its own replay target too when it holds
+    answers, and needs a target when it holds questions alone."""
+    held = what_it_holds(path)
+    if held == CONTEXTS:
         raise ConfigError(f"{path}: {NO_ANSWERS}")
-    return Inputs(str(path), f"replay:{path}")
+    return Inputs(str(path), f"replay:{path}" if held == ANSWERS else None, needs_target=held == QUESTIONS)
 
 
 def inputs_for(data: Any, golden: str | Path | None, name: str, extra_columns: Sequence[str] = ()) -> Inputs:

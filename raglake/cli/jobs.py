@@ -59,6 +59,8 @@ def run(
             raise ConfigError(f"--judge takes 'local' (or give --judge-base-url and --judge-model), got {judge!r}")
         overrides["judge.local"] = True
     evaluation = resolve(config, overrides)
+    for note in evaluation.notes:
+        render.console.print(f"note: {note}", highlight=False)
     # every input checked (once) before the first run: a typo never starts Prefect
     plans = [plan_run(s) for s in evaluation.runs]
     # SIGINT/SIGTERM from here on stop Prefect's temporary server too, even before it answers (the runs' own

@@ -21,7 +21,8 @@ Targets = Annotated[
         "--target",
         "-t",
         help="builtin[:CORPUS_DIR], http:CONFIG.yaml, replay:FILE or replay-run:RUN_ID; repeat to compare several. "
-        "Default: the eval file's targets, else builtin over the sample corpus.",
+        "Default: the eval file's targets, else the golden file itself when it holds another tool's answers, else "
+        "builtin over the sample corpus.",
     ),
 ]
 Judge = Annotated[

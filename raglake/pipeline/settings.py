@@ -159,8 +159,8 @@ class RunSettings(_Settings):
     golden: str = Field(SAMPLE_GOLDEN, description="golden set (JSONL, JSON or YAML; default: the bundled sample)")
     target: Annotated[str, Cli(hidden=True)] = Field(
         DEFAULT_TARGET,
-        description="builtin[:CORPUS_DIR], http:CONFIG.yaml, replay:FILE or replay-run:RUN_ID (default: builtin "
-        "over the sample corpus)",
+        description="builtin[:CORPUS_DIR], http:CONFIG.yaml, replay:FILE or replay-run:RUN_ID (default: the golden "
+        "file itself when it holds another tool's answers, else builtin over the sample corpus)",
     )
     k: int = Field(5, ge=1, description="top-K cut-off of the retrieval metrics")
     lake: str | None = Field(
