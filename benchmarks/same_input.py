@@ -27,7 +27,9 @@ then 1 and 3:
    found every 0.2 s and its VmHWM (peak RSS) read from /proc; the largest peak is printed with its
    process, and the kernel's figure for the whole tree beside it (wait4's ru_maxrss: the largest of the CLI
    and its waited-for descendants, which catches a peak in the last 0.2 s; but it also counts the child's
-   memory before its exec, i.e. this process's peak: shown only when larger than that).
+   memory before its exec, i.e. this process's peak: shown only when larger than that). Then (unless
+   --no-again) the last --orchestration once more into the first round's lake: the same target's second run,
+   whose summary compares two runs of every case (the peak RSS goal holds for it too).
 3. The library path: scale.py's `raglake_to_parquet` restricted to the three metrics (columnar read,
    score_columnar, scores/labels/chunks/cases tables, staged Parquet writes). Warmed up like 1.
 Printed: each time, CLI / pytrec_eval-on-the-same-JSONL (goal <= 5x at 200k), library / pytrec_eval, the
@@ -250,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--repeat", type=int, default=1, help="timed rounds, each path once a round (default 1)")
     ap.add_argument("--keep", type=Path, help="work here and leave it (default: a temp folder, removed)")
+    ap.add_argument(
+        "--no-again", dest="again", action="store_false",
+        help="skip the second run of the target into the first round's lake (its summary compares two runs)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     with work_folder(args.keep, "raglake-same-input-") as work:
         return bench(args, work)
@@ -270,13 +276,19 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         print(f"first Prefect run in the fresh PREFECT_HOME (200 cases, its database created): {first_s:.1f} s"
               " (once per PREFECT_HOME; not in the figures below)")  # fmt: skip
     load_before = os.getloadavg()
-    trec, lib, cli = [], [], {o: [] for o in args.orchestration}
+    trec, lib, cli, again = [], [], {o: [] for o in args.orchestration}, None
     for i in range(args.repeat):  # the CLI first: wait4's figure counts this process's peak at the spawn
         for o in args.orchestration:
             lake = work / f"lake-{o}-{i}"
             got = run_measured(cli_cmd(paths, lake, o), cli_env(work), work / f"cli-{o}-{i}.log")
             _check(got, work / f"cli-{o}-{i}.log")
             cli[o].append({**got, "lake": lake, "figures": lake_figures(lake)})
+        if i == 0 and args.again:  # the same target again, into the same lake: its summary compares two runs
+            o = args.orchestration[-1]
+            log = work / "cli-again.log"
+            again = run_measured(cli_cmd(paths, work / f"lake-{o}-0", o), cli_env(work), log)
+            _check(again, log)
+            again["orchestration"] = o
         gc.collect()
         total_s, eval_s, per_query, means = pytrec_on_jsonl(paths)
         trec.append((total_s, eval_s))
@@ -288,7 +300,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
     load_after = os.getloadavg()
     agree = {"library path": agreement(scores, per_query)}
     agree.update({f"CLI ({o})": agreement(lake_scores(runs[-1]["lake"]), per_query) for o, runs in cli.items()})
-    report(args, trec, lib, cli, means, agree, (load_before, load_after))
+    report(args, trec, lib, cli, means, agree, (load_before, load_after), again)
     return 0 if all(d <= 1e-9 for a in agree.values() for d, _, _ in a.values()) else 1
 
 
@@ -296,7 +308,7 @@ def _load(avg: tuple[float, float, float]) -> str:
     return " ".join(f"{x:.2f}" for x in avg) + f" (1, 5, 15 min; {os.cpu_count()} CPUs)"
 
 
-def report(args, trec, lib, cli, means, agree, loads) -> None:
+def report(args, trec, lib, cli, means, agree, loads, again=None) -> None:
     n, w = args.cases, 100
     trec_s, eval_s = min(trec)
     lib_s, split = min(lib, key=lambda x: x[0])
@@ -311,6 +323,13 @@ def report(args, trec, lib, cli, means, agree, loads) -> None:
         best = min(runs, key=lambda r: r["wall"])
         largest = max(largest, *best["peaks"].items(), key=lambda kv: kv[1])
         print_cli(o, best, n)
+    if again is not None:
+        largest = max(largest, *again["peaks"].items(), key=lambda kv: kv[1])
+        ranked = sorted(again["peaks"].items(), key=lambda kv: -kv[1])
+        peaks = "; ".join(f"{label} {mib:,.0f} MiB" for label, mib in ranked)
+        print(f"{'raglake run again, same target and lake':<44}{again['wall']:>8.2f} s  (--orchestration "
+              f"{again['orchestration']}; its summary compares two {n:,}-case runs)")  # fmt: skip
+        print(f"    peak RSS (VmHWM, polled every {POLL_S} s): {peaks}")
     print("-" * w)
     for o, runs in cli.items():
         wall = min(r["wall"] for r in runs)

@@ -9,9 +9,10 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from raglake.analysis import LakeQueries
 from raglake.flows import names
 from raglake.flows.evaluate_body import FLOW_THREADS, FlowRunHooks, evaluate_in_process, evaluate_run
-from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.lakes import after_run
 from raglake.pipeline.local_judge import local_judge
 from raglake.pipeline.settings import RunSettings
 from raglake.report.artifacts import summary_markdown, summary_table
@@ -38,14 +39,14 @@ def evaluate(settings: RunSettings) -> str:
 def publish_summary(lake_url: str, run_id: str) -> None:
     """The run as Prefect artifacts: a markdown summary (against the previous run of the same target
     and golden set, when there is one) and a table of the headline metrics with n and 95% CIs."""
-    q = open_lake(lake_url)
-    key = re.sub(r"[^a-z0-9-]", "-", q.target_name(run_id).lower())[:40].strip("-") or "run"
-    table = summary_table(q, run_id)
-    create_markdown_artifact(
-        summary_markdown(q, run_id, q.previous_run(run_id), table=table),
-        key=f"raglake-summary-{key}",
-        description=f"raglake run {run_id}",
-    )
+
+    def summaries(q: LakeQueries) -> tuple[str, list[dict], str]:
+        key = re.sub(r"[^a-z0-9-]", "-", q.target_name(run_id).lower())[:40].strip("-") or "run"
+        table = summary_table(q, run_id)
+        return key, table, summary_markdown(q, run_id, q.previous_run(run_id), table=table)
+
+    key, table, markdown = after_run(lake_url, summaries)  # this process holds the run: DuckDB capped
+    create_markdown_artifact(markdown, key=f"raglake-summary-{key}", description=f"raglake run {run_id}")
     create_table_artifact(
         table,
         key=f"raglake-headline-{key}",

@@ -166,9 +166,19 @@ class LakeQueries:
     """One DuckDB connection over one lake, and the project's questions as methods. `registry` is the
     metric registry's table (the `metric_registry` view); raglake.pipeline.lakes.open_lake builds both."""
 
-    def __init__(self, lake: Lake, registry: pa.Table):
+    def __init__(self, lake: Lake, registry: pa.Table, *, memory_limit: str | None = None):
         self.lake = lake
-        self.con = connect(lake, registry)
+        self.con = connect(lake, registry, memory_limit=memory_limit)
+
+    def close(self) -> None:
+        """Close the connection (and remove what DuckDB spilled, if anything); its questions fail after."""
+        self.con.close()
+
+    def __enter__(self) -> LakeQueries:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def run_ids(self, specs: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(resolve_run(self.con, s, self.lake) for s in specs))
@@ -180,9 +190,7 @@ class LakeQueries:
         return run_query(self.con, "breakdown", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()
 
     def figures(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-        return run_query(
-            self.con, "run_figures", run_ids=list(run_ids), target_stages=list(LATENCY_STAGES)
-        ).to_pylist()
+        return run_query(self.con, "run_figures", run_ids=list(run_ids), target_stages=list(LATENCY_STAGES)).to_pylist()
 
     def capture_health(self, run_ids: Sequence[str], by: str = "all") -> list[dict[str, Any]]:
         return run_query(self.con, "capture_health", run_ids=list(run_ids), dimension=check_dimension(by)).to_pylist()

@@ -1,8 +1,12 @@
 -- compare_runs: run B (candidate) against run A (baseline) for every metric and slice, paired by case,
 -- with the false discovery rate controlled across the comparison's tests.
--- diff = mean_b - mean_a over the cases scored `ok` in both runs (means of lists in case_id order: the
--- same to the last bit on every call, connection and thread count). For a slice's n paired differences
--- d (B - A), their mean m and s² = mean((d - m)²):
+-- diff = mean_b - mean_a over the cases scored `ok` in both runs. A slice of at most 50,000 pairs takes
+-- its means from a list of its pairs in case_id order: the same to the last bit on every call, connection
+-- and thread count. A larger slice takes them from one streaming pass, as metric_ci does: n, compensated
+-- sums (fsum) and Welford's variance (var_pop), equal to the list's to ~1e-15 but not always to the last
+-- bit, and with memory that does not grow with the slice (two runs of a million cases: lists of every
+-- pair held +4 GB; tests/test_compare_large.py). For a slice's n paired differences d (B - A), their
+-- mean m and s² = mean((d - m)²):
 --   p_value  the paired sign-flip (randomisation) test of "A and B are exchangeable case by case", in
 --            its large-sample form: z = Σd / √Σd², whose variance over random signs is exactly 1
 --            (for a 0/1 metric: McNemar's test), p_value = 2·(1 - Φ(|z|)); 1 when every d is 0.
@@ -35,7 +39,7 @@ WITH slices AS (
     WHERE run_id = $run_b AND dimension NOT IN ('target', 'method')
 ),
 
-pairs AS (
+pairs AS NOT MATERIALIZED (
     SELECT
         b.metric,
         slices.dimension,
@@ -54,15 +58,36 @@ pairs AS (
     WHERE b.run_id = $run_b AND b.status = 'ok'
 ),
 
--- every slice's pairs as one list in case_id order (list_sort orders the structs by their first
--- field, unique in a slice: cheaper than an ordered aggregate)
-slice_pairs AS (
+-- n, means and spread of every slice in one pass; a slice of more than 50,000 pairs uses these
+moments AS (
     SELECT
         metric,
         dimension,
         slice,
-        list_sort(list({'case_id': case_id, 'a': value_a, 'b': value_b, 'd': d})) AS ps
+        count(*) AS n_pairs,
+        fsum(value_a) / count(*) AS mean_a,
+        fsum(value_b) / count(*) AS mean_b,
+        fsum(d) / count(*) AS diff,
+        greatest(var_pop(d), 0) AS s2,
+        count(*) > 50000 AS large
     FROM pairs
+    GROUP BY ALL
+),
+
+-- every smaller slice's pairs as one list in case_id order (list_sort orders the structs by their
+-- first field, unique in a slice: cheaper than an ordered aggregate)
+slice_pairs AS (
+    SELECT
+        pairs.metric,
+        pairs.dimension,
+        pairs.slice,
+        list_sort(list({'case_id': pairs.case_id, 'a': pairs.value_a, 'b': pairs.value_b, 'd': pairs.d})) AS ps
+    FROM pairs
+    SEMI JOIN moments
+        ON pairs.metric = moments.metric
+        AND pairs.dimension = moments.dimension
+        AND pairs.slice = moments.slice
+        AND NOT moments.large
     GROUP BY ALL
 ),
 
@@ -80,7 +105,7 @@ means AS (
     FROM slice_pairs
 ),
 
--- the spread of the differences about their mean, s² (divided by n)
+-- the spread of the differences about their mean, s² (divided by n); the large slices' from their moments
 spread AS (
     SELECT
         metric,
@@ -92,6 +117,10 @@ spread AS (
         diff,
         list_avg(list_transform(ds, lambda x: (x - diff) * (x - diff))) AS s2
     FROM means
+    UNION ALL
+    SELECT metric, dimension, slice, n_pairs, mean_a, mean_b, diff, s2
+    FROM moments
+    WHERE large
 ),
 
 listed AS (

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from raglake.analysis import LakeQueries
+from raglake.lake.duck import AFTER_RUN_MEMORY
 from raglake.lake.tables import TABLES
 from raglake.metrics.operational import RunInputs
 from raglake.metrics.registry import all_metrics, metric_versions
@@ -134,3 +137,27 @@ def drop_runs(lake: str | Path, run_ids: list[str]) -> None:
     for run_id in run_ids:
         for path in [*Path(lake).glob(f"*/run_id={run_id}/*"), *Path(lake).glob(f"runs/run_date=*/{run_id}.parquet")]:
             path.unlink()
+
+
+def spy_on_open_lake(monkeypatch, module) -> list[tuple[str | None, LakeQueries | None]]:
+    """Every lake `module` opens from now on (raglake.pipeline.lakes: after_run's), with the memory limit asked for."""
+    opened: list[tuple[str | None, LakeQueries]] = []
+    real = module.open_lake
+
+    def spy(lake=None, **options):
+        opened.append((options.get("memory_limit"), None))  # asked for, whether or not it opens
+        q = real(lake, **options)
+        opened[-1] = (options.get("memory_limit"), q)
+        return q
+
+    monkeypatch.setattr(module, "open_lake", spy)
+    return opened
+
+
+def assert_capped_and_closed(opened: list[tuple[str | None, LakeQueries]]) -> None:
+    """The summaries after a run: DuckDB capped at AFTER_RUN_MEMORY, every connection closed once done."""
+    assert opened
+    for limit, q in opened:
+        assert limit == AFTER_RUN_MEMORY
+        with pytest.raises(Exception, match="closed"):
+            q.runs()

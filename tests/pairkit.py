@@ -27,9 +27,9 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "golden" / "sample.jsonl
 class PairedComparison:
     """compare_runs of run 'b' against run 'a' over values handed in as arrays."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory_limit: str | None = None) -> None:
         self._folder = tempfile.TemporaryDirectory(prefix="raglake-pairs-")
-        self.con = connect(Lake(self._folder.name))
+        self.con = connect(Lake(self._folder.name), memory_limit=memory_limit)
 
     def compare(
         self,

@@ -40,6 +40,8 @@ def test_the_same_input_benchmark_runs_and_agrees_with_pytrec_eval(
         "library path / pytrec_eval on the same JSONL:",
         "largest process's peak RSS:",
         "the CLI (raglake run)",
+        "raglake run again, same target and lake",  # the second run: its summary compares two runs
+        "its summary compares two 300-case runs",
     ):
         assert figure in out, figure
     assert "agreement to 1e-9: OK" in out
@@ -47,3 +49,4 @@ def test_the_same_input_benchmark_runs_and_agrees_with_pytrec_eval(
         compared, one_side = re.search(rf"^{re.escape(row)} .*?\s([\d,]+), ([\d,]+)$", out, re.M).groups()
         assert int(compared.replace(",", "")) > 250 and one_side == "0", row
     assert (work / "lake-auto-0" / "scores").is_dir()  # the CLI's own lake, read back for the agreement
+    assert "against the previous run" in (work / "cli-again.log").read_text()  # the second run compared

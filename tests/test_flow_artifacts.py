@@ -44,11 +44,14 @@ def of_run(key: str, run_id: str) -> dict:
     return found[0]
 
 
-def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
+def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path, monkeypatch):
     from raglake.flows.evaluate import evaluate
+    from raglake.pipeline import lakes
     from raglake.pipeline.settings import RunSettings
+    from tests.lakekit import assert_capped_and_closed, spy_on_open_lake
 
     lake = str(tmp_path / "lake")
+    opened = spy_on_open_lake(monkeypatch, lakes)
     for _ in range(2):  # the second run is summarised against the first
         run_id = evaluate(
             RunSettings(
@@ -58,6 +61,7 @@ def test_the_flow_publishes_a_summary_and_a_headline_table(tmp_path):
                 metrics=["recall_any_at_k", "mrr_at_k", "abstention_accuracy"],
             )
         )
+    assert_capped_and_closed(opened)  # publish_summary's DuckDB: capped, as the flow's process holds the run
     md, table = of_run("raglake-summary-basic-search", run_id), of_run("raglake-headline-basic-search", run_id)
     assert run_id in md["data"] and "recall_any_at_k" in md["data"] and "Against" in md["data"]
     rows = json.loads(table["data"]) if isinstance(table["data"], str) else table["data"]

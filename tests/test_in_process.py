@@ -18,11 +18,12 @@ from typer.testing import CliRunner
 
 from raglake import prefect_server
 from raglake.cli import app
-from raglake.pipeline import orchestration
+from raglake.pipeline import lakes, orchestration
 from raglake.pipeline.plan import plan_run
 from raglake.pipeline.settings import RunSettings
 from raglake.tasks import engine
 from tests.conftest import FIXTURES
+from tests.lakekit import assert_capped_and_closed, spy_on_open_lake
 
 GOLDEN = str(FIXTURES / "mini_golden.jsonl")
 REPLAY = f"replay:{FIXTURES / 'mini_captures.jsonl'}"
@@ -66,12 +67,14 @@ def test_in_process_lands_the_rows_a_flow_run_lands_and_makes_no_flow_run(tmp_pa
     assert runs_before == 0 and _flow_runs("r-same") == 1  # the flow run is the Prefect one's
 
 
-def test_the_command_line_runs_in_process_and_refuses_it_with_dask(tmp_path: Path) -> None:
+def test_the_command_line_runs_in_process_and_refuses_it_with_dask(tmp_path: Path, monkeypatch) -> None:
     lake = str(tmp_path / "lake")
     args = ["run", "--golden", GOLDEN, "--target", REPLAY, "--lake", lake, "--metrics", "mrr_at_k"]
+    opened = spy_on_open_lake(monkeypatch, lakes)
     done = CliRunner().invoke(app, [*args, "--orchestration", "in-process", "--run-id", "r-cli-local"])
     assert done.exit_code == 0, done.output
     assert "r-cli-local" in done.output and len(_rows(Path(lake), "scores", "scored_at"))
+    assert_capped_and_closed(opened)  # the summaries printed after the run: DuckDB capped, its connection closed
     refused = CliRunner().invoke(app, [*args, "--orchestration", "in-process", "--runner", "dask"])
     assert refused.exit_code != 0
     message = " ".join(str(refused.exception or refused.output).split())

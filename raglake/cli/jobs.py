@@ -25,7 +25,7 @@ from raglake.errors import ConfigError
 from raglake.gate import evaluate_gate, failing_rows, gate_verdicts
 from raglake.metrics.registry import get_metric
 from raglake.pipeline.embedding import needs_embedder
-from raglake.pipeline.lakes import open_lake
+from raglake.pipeline.lakes import after_run, open_lake
 from raglake.pipeline.orchestration import needs_prefect
 from raglake.pipeline.plan import plan_run
 from raglake.pipeline.rescore import (
@@ -74,8 +74,14 @@ def run(
             run_ids = flowrun.evaluate_plans(plans, quiet=quiet)
         finally:
             prefect_server.discard_early()  # a launch start_api did not adopt (an error before it)
+
+    def summaries(q: LakeQueries) -> str:
+        with render.console.capture() as printed:  # held until whole: a second try (after_run) never prints twice
+            print_runs(q, run_ids)
+        return printed.get()
+
     # opened after the runs: a lake connection sees the runs committed before it
-    print_runs(open_lake(plans[0].lake), run_ids)
+    render.console.file.write(after_run(plans[0].lake, summaries))
 
 
 @app.command()

@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from raglake.lake.duck import new_connection
 from raglake.lake.query import run_query
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES, to_arrow
@@ -28,9 +29,7 @@ class LakeCallStore:
         files = self.lake.files("judge_calls")
         if not files:
             return []
-        con = duckdb.connect()
-        if not self.lake.is_local:
-            con.register_filesystem(self.lake.fs)
+        con = new_connection(self.lake)
         con.read_parquet(files, hive_partitioning=True, union_by_name=True).create_view("judge_calls")
         return con.sql(
             "SELECT call_key, status, response FROM judge_calls WHERE list_contains($ok, status) ORDER BY created_at",

@@ -9,10 +9,10 @@ and its settle is repaired by the next settle (rescore settles every run it touc
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raglake.lake.duck import new_connection
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
 
@@ -60,9 +60,7 @@ def settle(lake: Lake, run_id: str) -> list[str]:
     files = scores_files(lake, run_id)
     if not files:
         return []
-    con = duckdb.connect()
-    if not lake.is_local:
-        con.register_filesystem(lake.fs)
+    con = new_connection(lake)
     names = con.sql("SELECT * FROM read_parquet($files, union_by_name = true)", params={"files": files}).columns
     flag = "is_latest" if "is_latest" in names else "NULL::BOOLEAN"  # files written before the column
     wrong = con.sql(_FLAGS.format(flag=flag), params={"files": files}).fetchall()

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from raglake.errors import ConfigError, LakeError, UnknownNameError
 from raglake.lake.checks import report
+from raglake.lake.duck import new_connection
 from raglake.lake.layouts import current_columns, is_current
 from raglake.lake.resample import GROUPS_TYPE, resample_means_udf
 from raglake.lake.store import Lake
@@ -85,7 +86,9 @@ def _sql_type(con: duckdb.DuckDBPyConnection, arrow_type: pa.DataType) -> str:
     return str(con.from_arrow(pa.table({"x": pa.nulls(0, arrow_type)})).types[0])
 
 
-def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    lake: Lake, registry: pa.Table | None = None, *, memory_limit: str | None = None
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose views read the lake's committed runs, read-only, and whose
     `metric_registry` view is `registry` (one row per metric of the current code, built by the metrics
     layer; without it there is no `metric_registry` view, and the question files that join it cannot
@@ -99,10 +102,9 @@ def connect(lake: Lake, registry: pa.Table | None = None) -> duckdb.DuckDBPyConn
 
     Once the views exist, file access is limited to the files they read and the configuration is
     locked: no query on the connection can write a file, read another one, attach a database or load
-    an extension."""
-    con = duckdb.connect()
-    if not lake.is_local:
-        con.register_filesystem(lake.fs)
+    an extension. It spills (past `memory_limit`, or DuckDB's default) into a folder of its own
+    (raglake.lake.duck), removed when it closes."""
+    con = new_connection(lake, memory_limit=memory_limit)
     con.execute("SET parquet_metadata_cache = true")
     con.execute("SET enable_progress_bar = false")  # the CLI prints its own output
     files = _view_files(con, lake)
