@@ -177,6 +177,16 @@ def test_init_writes_a_starter_file_that_checks_and_never_replaces_one(folder) -
     assert again.exit_code != 0 and "exists already" in str(again.exception)
 
 
+def test_init_on_a_file_that_holds_answers_makes_it_its_own_replay_target(tmp_path) -> None:
+    """Before, the starter named the builtin RAG over the sample corpus: the file's answers were never evaluated."""
+    rows = [{"user_input": "Who wrote it?", "response": "Ann.", "retrieved_contexts": ["Ann wrote it."]}]
+    (tmp_path / "ragas.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "ragas.jsonl")])
+    assert result.exit_code == 0, result.output
+    evaluation = resolve(tmp_path / EVAL_FILE)
+    assert [r.target for r in evaluation.runs] == [f"replay:{tmp_path / 'ragas.jsonl'}"] and evaluation.notes == []
+
+
 def test_slices_of_the_eval_file_are_dimensions_of_breakdowns_and_comparisons(folder, prefect_harness) -> None:
     """`slices: [language]`: every case's metadata value is its slice of the dimension meta.language."""
     cases = [json.loads(line) for line in (folder / "golden.jsonl").read_text().splitlines() if line.strip()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from raglake.golden import ANSWERS, what_it_holds
 from raglake.metrics.registry import FAMILIES
 from raglake.pipeline.settings import SAMPLE_DIR, JudgeSettings, RunSettings, SpotCheckSettings
 
@@ -56,8 +57,10 @@ k: {_RUN["k"].default}                          # the retrieval metrics' cut-off
 
 
 def starter_targets(golden: Path) -> list[str]:
-    """Replay files beside the golden set (`<stem>.captures.jsonl`, as `raglake import` writes them), else the
-    builtin RAG over the sample corpus."""
+    """The golden file itself when it holds another tool's answers, replay files beside it (`<stem>.captures.jsonl`,
+    as `raglake import` writes them), else the builtin RAG over the sample corpus."""
+    if what_it_holds(golden) == ANSWERS:
+        return [f"replay:{golden.name}"]
     stem = golden.name.removesuffix(".jsonl").removesuffix(".golden")
     found = sorted(golden.parent.glob(f"{stem}*.captures.jsonl"))
     return [f"replay:{p.name}" for p in found] or [f"builtin:{SAMPLE_DIR / 'corpus'}"]
