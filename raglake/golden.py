@@ -27,6 +27,10 @@ from raglake.records import Record, read_records, validate_record
 from raglake.schemas import Capture, CaseLabels, GoldenCase, content_text
 from raglake.spool import Spool, SpoolIndex, iter_records
 
+# a JSON or YAML capture file: a list, or an object holding `captures` (or `cases`: an export of questions and
+# answers read as a golden set and as its own replay file alike)
+CAPTURE_LISTS = ("captures", "cases")
+
 
 @dataclass(frozen=True)
 class GoldenSet:
@@ -168,7 +172,7 @@ def iter_captures(path: str | Path) -> Iterator[tuple[Record, Capture]]:
     generic or RAGAS file (JSONL, JSON, YAML or CSV) (the shape of the first record decides)."""
     path = Path(path)
     imported: bool | None = None
-    for index, record in enumerate(iter_records(path, list_key="captures"), start=1):
+    for index, record in enumerate(iter_records(path, list_key=CAPTURE_LISTS), start=1):
         if imported is None:
             imported = bool(record_shape(record.data))
         yield record, _capture(record, path, index, imported)
@@ -188,9 +192,9 @@ def spool_captures(path: str | Path) -> tuple[Spool[Capture], Counter[str]]:
     methods: Counter[str] = Counter()
     imported: bool | None = None  # the first record's shape decides the file's (iter_captures)
     if worth_reading_in_bulk(path):
-        first = next(iter_records(path, list_key="captures"), None)
+        first = next(iter_records(path, list_key=CAPTURE_LISTS), None)
         imported = first is not None and bool(record_shape(first.data))
-    blocks = capture_blocks(path) if imported is False else iter([iter_records(path, list_key="captures")])
+    blocks = capture_blocks(path) if imported is False else iter([iter_records(path, list_key=CAPTURE_LISTS)])
     index = 0
     for block in blocks:
         if isinstance(block, Canonical):
@@ -230,6 +234,9 @@ def load_imported_captures(path: str | Path) -> list[tuple[Record, Capture]] | N
 OWN, ANSWERS, CONTEXTS, QUESTIONS = "own", "answers", "contexts", "questions"
 
 
+_HELD: dict[tuple[str, int, int], str] = {}  # (file, mtime_ns, size) -> what_it_holds: a call reads it once
+
+
 def what_it_holds(path: str | Path) -> str:
     """What a golden-set file holds beyond questions: OWN (raglake's golden set, or no such file: its
     first record is not another tool's shape), ANSWERS (another tool's export with at least one answer: it is
@@ -238,6 +245,16 @@ def what_it_holds(path: str | Path) -> str:
     path = Path(path)
     if not path.is_file():
         return OWN  # a missing file is the plan's error, with its own words
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _HELD:
+        if len(_HELD) >= 64:
+            _HELD.clear()
+        _HELD[key] = _holds(path)
+    return _HELD[key]
+
+
+def _holds(path: Path) -> str:
     records = iter_records(path)
     first = next(records, None)
     if first is None or not record_shape(first.data):

@@ -35,9 +35,10 @@ class Record:
     key_lines: dict[str, int] = field(default_factory=dict)
 
 
-def read_records(path: str | Path, *, list_key: str = "cases", limit: bool = True) -> list[Record]:
-    """Records of a .jsonl/.ndjson, .json (a list, or an object holding `list_key`) or .yaml file. `limit`: a
-    JSONL line over raglake.textfiles.MAX_RECORD_BYTES is an InputError (raglake's own dumps are read at any length)."""
+def read_records(path: str | Path, *, list_key: str | tuple[str, ...] = "cases", limit: bool = True) -> list[Record]:
+    """Records of a .jsonl/.ndjson, .json (a list, or an object holding `list_key`: the first of them it holds) or
+    .yaml file. `limit`: a JSONL line over raglake.textfiles.MAX_RECORD_BYTES is an InputError (raglake's own dumps
+    are read at any length)."""
     path = Path(path)
     text = read_text(path)
     suffix = path.suffix.lower()
@@ -59,8 +60,15 @@ def _jsonl_records(path: Path, text: str, limit: int | None) -> list[Record]:
     return out
 
 
-def _json_list_records(path: Path, text: str, list_key: str) -> list[Record]:
+def _held_key(doc: Any, keys: str | tuple[str, ...]) -> str:
+    """The first of `keys` whose value in `doc` is a list (else the first key, for the error message)."""
+    keys = (keys,) if isinstance(keys, str) else keys
+    return next((k for k in keys if isinstance(doc, dict) and isinstance(doc.get(k), list)), keys[0])
+
+
+def _json_list_records(path: Path, text: str, keys: str | tuple[str, ...]) -> list[Record]:
     doc = parse_json(path, text)
+    list_key = _held_key(doc, keys)
     if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
         start = member_offset(text, list_key)
         doc = doc[list_key]
@@ -89,8 +97,9 @@ def _key_lines(node: Any, lines: LineIndex) -> dict[Any, int]:
     return {k.value: lines.line(k.start_mark.index) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
-def _yaml_records(path: Path, text: str, list_key: str) -> list[Record]:
+def _yaml_records(path: Path, text: str, keys: str | tuple[str, ...]) -> list[Record]:
     doc, node = parse_yaml(path, text)
+    list_key = _held_key(doc, keys)
     if isinstance(doc, dict) and isinstance(doc.get(list_key), list):
         node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == list_key), None)
         doc = doc[list_key]

@@ -27,7 +27,7 @@ from raglake.textfiles import iter_lines, parse_json
 M = TypeVar("M", bound=BaseModel)
 
 
-def iter_records(path: str | Path, *, list_key: str = "cases") -> Iterator[Record]:
+def iter_records(path: str | Path, *, list_key: str | tuple[str, ...] = "cases") -> Iterator[Record]:
     """read_records, one record at a time for .jsonl/.ndjson (and any suffix that is not JSON, YAML or
     CSV); a .csv file's rows (raglake.importers.csv_records). A JSONL line over textfiles.MAX_RECORD_BYTES is
     an InputError."""

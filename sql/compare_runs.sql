@@ -1,12 +1,12 @@
 -- compare_runs: run B (candidate) against run A (baseline) for every metric and slice, paired by case,
 -- with the false discovery rate controlled across the comparison's tests.
--- diff = mean_b - mean_a over the cases scored `ok` in both runs. A slice of at most 50,000 pairs takes
--- its means from a list of its pairs in case_id order: the same to the last bit on every call, connection
--- and thread count. A larger slice takes them from one streaming pass, as metric_ci does: n, compensated
--- sums (fsum) and Welford's variance (var_pop), equal to the list's to ~1e-15 but not always to the last
--- bit, and with memory that does not grow with the slice (two runs of a million cases: lists of every
--- pair held +4 GB; tests/test_compare_large.py). For a slice's n paired differences d (B - A), their
--- mean m and s² = mean((d - m)²):
+-- diff = mean_b - mean_a over the cases scored `ok` in both runs. A comparison of at most 200,000 pairs in
+-- all (every metric × slice) takes each slice's means from a list of its pairs in case_id order: the same
+-- to the last bit on every call, connection and thread count. A larger one takes every slice's from one
+-- streaming pass, as metric_ci does for a large slice: n, compensated sums (fsum) and Welford's variance
+-- (var_pop), equal to the lists' to ~1e-15 but not always to the last bit, in memory that does not grow
+-- with the runs (two runs of a million cases held +4 GB of lists; tests/test_compare_large.py). For a
+-- slice's n paired differences d (B - A), their mean m and s² = mean((d - m)²):
 --   p_value  the paired sign-flip (randomisation) test of "A and B are exchangeable case by case", in
 --            its large-sample form: z = Σd / √Σd², whose variance over random signs is exactly 1
 --            (for a 0/1 metric: McNemar's test), p_value = 2·(1 - Φ(|z|)); 1 when every d is 0.
@@ -58,24 +58,24 @@ pairs AS NOT MATERIALIZED (
     WHERE b.run_id = $run_b AND b.status = 'ok'
 ),
 
--- n, means and spread of every slice in one pass; a slice of more than 50,000 pairs uses these
+-- n, means and spread of every slice in one pass; a comparison of more than 200,000 pairs uses these
 moments AS (
     SELECT
         metric,
         dimension,
         slice,
         count(*) AS n_pairs,
-        fsum(value_a) / count(*) AS mean_a,
-        fsum(value_b) / count(*) AS mean_b,
-        fsum(d) / count(*) AS diff,
+        fsum(value_a) / count(value_a) AS mean_a,
+        fsum(value_b) / count(value_b) AS mean_b,
+        fsum(d) / count(d) AS diff,
         greatest(var_pop(d), 0) AS s2,
-        count(*) > 50000 AS large
+        sum(count(*)) OVER () > 200000 AS large
     FROM pairs
     GROUP BY ALL
 ),
 
--- every smaller slice's pairs as one list in case_id order (list_sort orders the structs by their
--- first field, unique in a slice: cheaper than an ordered aggregate)
+-- a smaller comparison's slices: each one's pairs as one list in case_id order (list_sort orders the
+-- structs by their first field, unique in a slice: cheaper than an ordered aggregate)
 slice_pairs AS (
     SELECT
         pairs.metric,
@@ -105,7 +105,7 @@ means AS (
     FROM slice_pairs
 ),
 
--- the spread of the differences about their mean, s² (divided by n); the large slices' from their moments
+-- the spread of the differences about their mean, s² (divided by n); a large comparison's from the moments
 spread AS (
     SELECT
         metric,

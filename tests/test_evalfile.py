@@ -185,6 +185,22 @@ def test_init_on_a_file_that_holds_answers_makes_it_its_own_replay_target(tmp_pa
     assert result.exit_code == 0, result.output
     evaluation = resolve(tmp_path / EVAL_FILE)
     assert [r.target for r in evaluation.runs] == [f"replay:{tmp_path / 'ragas.jsonl'}"] and evaluation.notes == []
+    elsewhere = tmp_path / "out" / "raglake.yaml"  # -o in another folder: the paths are the eval file's own
+    elsewhere.parent.mkdir()
+    assert CliRunner().invoke(app, ["init", str(tmp_path / "ragas.jsonl"), "-o", str(elsewhere)]).exit_code == 0
+    (run,) = resolve(elsewhere).runs
+    assert run.golden == str(tmp_path / "ragas.jsonl") and run.target == f"replay:{tmp_path / 'ragas.jsonl'}"
+    assert plan_run(run).golden.cases
+
+
+def test_init_elsewhere_names_the_captures_beside_the_golden_set_from_there(folder, tmp_path) -> None:
+    shutil.copy(folder / "captures.jsonl", folder / "golden.captures.jsonl")
+    elsewhere = tmp_path / "configs" / "raglake.yaml"
+    elsewhere.parent.mkdir()
+    done = CliRunner().invoke(app, ["init", str(folder / "golden.jsonl"), "-o", str(elsewhere)])
+    assert done.exit_code == 0, done.output
+    (run,) = resolve(elsewhere).runs
+    assert run.target == f"replay:{folder / 'golden.captures.jsonl'}" and plan_run(run).golden.cases
 
 
 def test_slices_of_the_eval_file_are_dimensions_of_breakdowns_and_comparisons(folder, prefect_harness) -> None:

@@ -16,9 +16,11 @@ from raglake.api.inputs import inputs_for
 from raglake.config.front import resolve
 from raglake.errors import ConfigError, InputError, LakeError
 from raglake.golden import load_golden, load_imported_captures
-from raglake.pipeline.settings import DEFAULT_TARGET, SAMPLE_GOLDEN
+from raglake.pipeline.plan import plan_run
+from raglake.pipeline.settings import DEFAULT_TARGET, SAMPLE_GOLDEN, sample_path
 
 QUESTIONS = ["Who wrote it?", "How long is the bridge?"]
+SAMPLE_CORPUS = Path(sample_path("corpus")).resolve()
 CONTEXTS = [["Ann wrote it in 1999."], ["The bridge is 2.1 km long."]]
 ANSWERS = ["Ann.", "2.1 km."]
 
@@ -181,5 +183,60 @@ def test_a_golden_file_holding_contexts_but_no_answers_and_no_target_says_how_to
         resolve(None, {"golden": str(path)}, discover=False)
     message = str(bad.value)
     assert str(path) in message and "no answer" in message and "--target" in message and "target=" in message
-    (run,) = resolve(None, {"golden": str(path), "targets": ["builtin"]}, discover=False).runs
-    assert run.target == "builtin"
+    evaluation = resolve(None, {"golden": str(path), "targets": ["builtin"]}, discover=False)
+    assert [r.target for r in evaluation.runs] == ["builtin"]
+    (note,) = evaluation.notes  # the contexts the named target does not use are said
+    assert str(path) in note and "retrieved contexts" in note and "not evaluated" in note
+
+
+def test_a_golden_set_of_ones_own_with_no_target_says_who_answers_it(tmp_path: Path) -> None:
+    """The default target is the builtin RAG over the bundled sample corpus: said for a golden set of the user's own
+    (its questions are not about that corpus), not for the bundled sample."""
+    own = tmp_path / "mine.jsonl"
+    own.write_text(json.dumps({"id": "q1", "question": QUESTIONS[0]}) + "\n")
+    testset = _export(tmp_path / "testset.jsonl", [{"user_input": QUESTIONS[0], "reference": ANSWERS[0]}])
+    for golden in (own, testset):
+        evaluation = resolve(None, {"golden": str(golden)}, discover=False)
+        (note,) = evaluation.notes
+        assert "no target named" in note and str(golden) in note and "--target" in note
+        assert resolve(None, {"golden": str(golden), "targets": ["builtin"]}, discover=False).notes == []
+    assert resolve(None, {"golden": SAMPLE_GOLDEN}, discover=False).notes == []
+    assert resolve(None, {}, discover=False).notes == []
+
+
+def test_config_check_says_the_notes_too(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from raglake.cli import app
+
+    _export(tmp_path / "ragas.jsonl", [{"user_input": QUESTIONS[0], "response": ANSWERS[0]}])
+    (tmp_path / "raglake.yaml").write_text(f"golden: ragas.jsonl\ntargets: ['builtin:{SAMPLE_CORPUS}']\n")
+    done = CliRunner().invoke(app, ["config", "check", "-c", str(tmp_path / "raglake.yaml")])
+    assert done.exit_code == 0, done.output
+    assert "note: " in done.output and "holds answers of its own" in " ".join(done.output.split())
+
+
+def test_a_json_export_under_a_cases_key_is_read_as_its_own_replay_file_too(tmp_path: Path) -> None:
+    """`{"cases": [...]}` is read as a golden set; as a replay file it was refused ("an object with a 'captures'
+    list"), so the run a file of answers now defaults to could not start."""
+    rows = [{"question": q, "answer": a, "contexts": c} for q, a, c in zip(QUESTIONS, ANSWERS, CONTEXTS)]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"cases": rows}, indent=1))
+    (run,) = resolve(None, {"golden": str(path), "metrics": ["mrr_at_k"]}, discover=False).runs
+    plan = plan_run(run)
+    assert run.target == f"replay:{path}"
+    assert [c.answer for c in plan.target.capture(list(plan.golden.cases))] == ANSWERS
+
+
+def test_the_command_lines_note_shows_the_path_as_written(tmp_path: Path) -> None:
+    """A path with brackets was read as rich markup: `runs/[v2]/x.jsonl` printed as `runs//x.jsonl`."""
+    from typer.testing import CliRunner
+
+    from raglake.cli import app
+
+    folder = tmp_path / "[v2]"
+    folder.mkdir()
+    path = _export(folder / "x.jsonl", [{"question": QUESTIONS[0], "answer": ANSWERS[0]}])
+    done = CliRunner().invoke(app, ["run", "--golden", str(path), "--target", "replay:missing.jsonl"])
+    assert done.exit_code != 0  # the named target's file is missing: the note comes before that error
+    assert f"note: {path} holds answers of its own" in " ".join(done.output.split())

@@ -6,6 +6,8 @@ a capped connection answers as an uncapped one does."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -117,16 +119,63 @@ def test_work_duckdb_cannot_finish_within_the_cap_runs_again_without_it(lake, mo
 def test_the_command_lines_summaries_print_once_when_the_cap_is_too_small(lake, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    from raglake.cli import app
+    from raglake.cli import app, jobs
+    from raglake.cli.common import print_runs
 
     args = ["run", "--golden", MINI_GOLDEN, "--target", MINI_REPLAY, "--lake", lake, "--metrics", "mrr_at_k"]
     args += ["--orchestration", "in-process"]
     fine = CliRunner().invoke(app, [*args, "--run-id", "r-fine"])
-    monkeypatch.setattr(lakes, "AFTER_RUN_MEMORY", "2MB")
+    monkeypatch.setattr(lakes, "AFTER_RUN_MEMORY", "16MB")  # the lake opens; its summaries cannot finish
+    printing = []
+    monkeypatch.setattr(jobs, "print_runs", lambda q, run_ids: printing.append(1) or print_runs(q, run_ids))
     retried = CliRunner().invoke(app, [*args, "--run-id", "r-retried"])
     assert fine.exit_code == retried.exit_code == 0, retried.output
+    assert len(printing) == 2  # begun under the cap, then again without it: what the first try printed is held
     assert retried.output.count("landed run(s): r-retried") == 1 and retried.output.count("verdict") == 1
     assert (
         retried.output.replace("r-retried", "ID").splitlines()[-1]
         == fine.output.replace("r-fine", "ID").splitlines()[-1]
     )
+
+
+def test_what_a_first_try_printed_before_duckdb_gave_up_is_never_shown(lake, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from raglake.cli import app, jobs
+    from raglake.cli.common import print_runs
+
+    tries = []
+
+    def flaky(q, run_ids) -> None:
+        tries.append(1)
+        if len(tries) == 1:
+            jobs.render.console.print("half of a table")
+            raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+        print_runs(q, run_ids)
+
+    monkeypatch.setattr(jobs, "print_runs", flaky)
+    args = ["run", "--golden", MINI_GOLDEN, "--target", MINI_REPLAY, "--lake", lake, "--metrics", "mrr_at_k"]
+    done = CliRunner().invoke(app, [*args, "--orchestration", "in-process", "--run-id", "r-flaky"])
+    assert done.exit_code == 0, done.output
+    assert len(tries) == 2 and "half of a table" not in done.output
+    assert done.output.count("landed run(s): r-flaky") == 1
+
+
+def test_a_connection_left_open_leaves_no_spill_folder_when_the_command_line_exits(lake) -> None:
+    """The command line ends with os._exit after running the atexit handlers (raglake.cli): DuckDB's own clean-up
+    never runs there, so a connection never closed left its raglake-duckdb-* folder in the temporary folder."""
+    script = f"""
+import atexit, os, sys
+from raglake.lake.query import fetch, scalar
+from raglake.pipeline.lakes import open_lake
+q = open_lake({lake!r}, memory_limit="64MB")
+folder = scalar(q.con, "SELECT current_setting('temp_directory')")
+fetch(q.con, {SPILLING_SORT!r})
+print(folder, os.path.isdir(folder), flush=True)
+atexit._run_exitfuncs()
+os._exit(0)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    folder, spilled = done.stdout.split()
+    assert spilled == "True" and not os.path.exists(folder)

@@ -69,13 +69,13 @@ def _plans(config: Any, overrides: dict[str, Any], *, rows_without_answers: bool
     """The runs' plans, every input checked (as `raglake run` does before Prefect starts); no lake given
     anywhere: this process's temporary lake. Rows without answers need a target (target= or the eval file's)."""
     evaluation = resolve(config, overrides, discover=False)
-    for note in evaluation.notes:  # raglake.evaluate -> evaluate_now -> _plans: the warning names the user's line
-        warnings.warn(note, UserWarning, stacklevel=4)
     named = overrides.get("target") or (
         evaluation.file and (evaluation.file.values.get("targets") or evaluation.file.values.get("target"))
     )
     if rows_without_answers and not named:
         raise ConfigError("these rows hold no answers: give target= (e.g. 'http:my_service.yaml' or 'builtin:DIR')")
+    for note in evaluation.notes:  # raglake.evaluate -> evaluate_now -> _plans: the warning names the user's line
+        warnings.warn(note, UserWarning, stacklevel=4)
     runs = evaluation.runs
     runs = [r if r.lake is not None else r.model_copy(update={"lake": session_lake()}) for r in runs]
     check_lake_root(runs[0].lake, write=True)  # a file, a device or a read-only folder: a LakeError before any work

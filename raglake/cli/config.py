@@ -14,7 +14,7 @@ from raglake.cli import render
 from raglake.cli.common import app
 from raglake.config.evalfile import EVAL_FILE, schema
 from raglake.config.front import resolve
-from raglake.config.starter import starter_targets, starter_text
+from raglake.config.starter import starter_paths, starter_text
 from raglake.errors import ConfigError
 from raglake.golden import load_golden
 from raglake.metrics.registry import get_metric
@@ -35,6 +35,8 @@ def check(config: opt.Config = None) -> None:
     evaluation = resolve(config)
     if evaluation.file is None:
         raise ConfigError(f"no eval file: give -c FILE, or write {EVAL_FILE} here (`raglake init GOLDEN`)")
+    for note in evaluation.notes:
+        _say(f"note: {note}")
     for settings in evaluation.runs:
         plan = plan_run(settings)
         own = [m.name for m in plan.metrics if not get_metric(m.name).builtin]
@@ -66,9 +68,6 @@ def init(
     path = output or golden.parent / EVAL_FILE
     if path.exists() and not force:
         raise ConfigError(f"{path} exists already; give --force to replace it, or -o another file")
-    folder = path.resolve().parent
-    relative = Path(golden).resolve()
-    shown = relative.relative_to(folder).as_posix() if relative.is_relative_to(folder) else str(relative)
     with outputs.writing(path, "the eval file") as f:
-        f.write(starter_text(shown, starter_targets(Path(golden).resolve())))
+        f.write(starter_text(*starter_paths(Path(golden).resolve(), path.resolve().parent)))
     _say(f"wrote {path} ({len(golden_set.cases)} cases in {golden}); check it: raglake config check -c {path}")

@@ -60,7 +60,7 @@ def run(
         overrides["judge.local"] = True
     evaluation = resolve(config, overrides)
     for note in evaluation.notes:
-        render.console.print(f"note: {note}", highlight=False)
+        render.console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     # every input checked (once) before the first run: a typo never starts Prefect
     plans = [plan_run(s) for s in evaluation.runs]
     # SIGINT/SIGTERM from here on stop Prefect's temporary server too, even before it answers (the runs' own
@@ -81,7 +81,7 @@ def run(
         return printed.get()
 
     # opened after the runs: a lake connection sees the runs committed before it
-    render.console.file.write(after_run(plans[0].lake, summaries))
+    render.write_held(after_run(plans[0].lake, summaries))
 
 
 @app.command()

@@ -28,6 +28,16 @@ def output_width() -> int | None:
 
 
 console = Console(width=output_width())
+
+
+def write_held(text: str) -> None:
+    """What a `console.capture()` held, written as it was rendered and flushed; a reader that went away (`| head`)
+    ends the command as rich's own printing does (Console.on_broken_pipe)."""
+    try:
+        console.file.write(text)
+        console.file.flush()
+    except BrokenPipeError:
+        console.on_broken_pipe()
 MIN_COLUMN = 6  # a number column never narrower than "0.123"
 
 

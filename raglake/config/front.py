@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from raglake.config.defaults import default_target, golden_notes
 from raglake.config.evalfile import (
     EXTENSION_KEYS,
     EvalFile,
@@ -25,14 +26,12 @@ from raglake.config.evalfile import (
 )
 from raglake.errors import ConfigError, InputError, did_you_mean
 from raglake.gate import GateRules, load_rules, unknown_metric
-from raglake.golden import ANSWERS, CONTEXTS, OWN, what_it_holds
-from raglake.importers import ALIASES
 from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import default_metrics, select_metrics
 from raglake.metrics.variants import metric_entry
 from raglake.pipeline.fields import leaf_fields, set_path
 from raglake.pipeline.judge_settings import JudgeSettings
-from raglake.pipeline.settings import DEFAULT_TARGET, RunSettings, describe
+from raglake.pipeline.settings import RunSettings, describe
 
 
 @dataclass
@@ -94,40 +93,8 @@ def resolve(
         raise ConfigError("--run-id names one run; give a single target with it")
     provenance = {"config_file": str(file.path), "config_sha256": file.sha256, "about": about or None} if file else {}
     runs = [_run(values, target, extensions, provenance, file, given) for target in targets]
-    notes = unused_answers(values.get("golden"), named) if named else []
+    notes = golden_notes(values.get("golden"), named)
     return Evaluation(runs, file, _checked_gate(gate, file) if gate is not None else None, notes)
-
-
-def default_target(golden: str | None) -> str:
-    """The target of a run that names none: a golden file holding another tool's answers is its own replay target
-    (its answers are what is evaluated, never dropped for the builtin RAG's); contexts without any answer are an
-    error saying how to give either; otherwise the builtin RAG over the sample corpus."""
-    held = what_it_holds(golden) if golden else OWN
-    if held == ANSWERS:
-        return f"replay:{golden}"
-    if held == CONTEXTS:
-        raise ConfigError(
-            f"{golden}: holds retrieved contexts but no answer (no {' or '.join(map(repr, ALIASES['answer']))} "
-            f"field): add the answers your system gave, or name a system to answer the questions (--target, "
-            f"target= or the eval file's target:, e.g. 'http:my_service.yaml')"
-        )
-    return DEFAULT_TARGET
-
-
-def unused_answers(golden: str | None, targets: list[Any]) -> list[str]:
-    """A note when the golden file holds another tool's answers and no named target replays that file: the
-    targets answer its questions, so the file's answers are not evaluated (said, never dropped silently)."""
-    if not golden or what_it_holds(golden) != ANSWERS:
-        return []
-    itself = Path(golden).resolve()
-    for spec in targets:
-        kind, _, arg = str(spec).partition(":")
-        if kind == "replay" and Path(arg.split("?", 1)[0]).resolve() == itself:
-            return []
-    return [
-        f"{golden} holds answers of its own; they are not evaluated: the named target(s) answer its questions "
-        f"(leave the target out to evaluate the file's answers, or add the target replay:{golden} to compare them)"
-    ]
 
 
 def merged(values: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

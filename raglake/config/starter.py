@@ -56,11 +56,16 @@ k: {_RUN["k"].default}                          # the retrieval metrics' cut-off
 """
 
 
-def starter_targets(golden: Path) -> list[str]:
-    """The golden file itself when it holds another tool's answers, replay files beside it (`<stem>.captures.jsonl`,
-    as `raglake import` writes them), else the builtin RAG over the sample corpus."""
+def starter_paths(golden: Path, folder: Path) -> tuple[str, list[str]]:
+    """The golden set's path and the targets, as the eval file in `folder` names them (relative to it where they lie
+    beneath it): the golden file itself when it holds another tool's answers, replay files beside it
+    (`<stem>.captures.jsonl`, as `raglake import` writes them), else the builtin RAG over the sample corpus."""
+
+    def named(path: Path) -> str:
+        return path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
+
     if what_it_holds(golden) == ANSWERS:
-        return [f"replay:{golden.name}"]
+        return named(golden), [f"replay:{named(golden)}"]
     stem = golden.name.removesuffix(".jsonl").removesuffix(".golden")
     found = sorted(golden.parent.glob(f"{stem}*.captures.jsonl"))
-    return [f"replay:{p.name}" for p in found] or [f"builtin:{SAMPLE_DIR / 'corpus'}"]
+    return named(golden), [f"replay:{named(p)}" for p in found] or [f"builtin:{SAMPLE_DIR / 'corpus'}"]

@@ -29,12 +29,13 @@ class LakeCallStore:
         files = self.lake.files("judge_calls")
         if not files:
             return []
-        con = new_connection(self.lake)
-        con.read_parquet(files, hive_partitioning=True, union_by_name=True).create_view("judge_calls")
-        return con.sql(
-            "SELECT call_key, status, response FROM judge_calls WHERE list_contains($ok, status) ORDER BY created_at",
-            params={"ok": list(statuses)},
-        ).fetchall()
+        with new_connection(self.lake) as con:
+            con.read_parquet(files, hive_partitioning=True, union_by_name=True).create_view("judge_calls")
+            return con.sql(
+                "SELECT call_key, status, response FROM judge_calls WHERE list_contains($ok, status) "
+                "ORDER BY created_at",
+                params={"ok": list(statuses)},
+            ).fetchall()
 
     def append(self, rows: Sequence[dict[str, Any]]) -> None:
         """One atomic file of rows (judge_calls columns; a column a row does not give is null), in the

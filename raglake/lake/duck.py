@@ -4,8 +4,10 @@ past the memory limit would write there), and a connection may be given a memory
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
+import shutil
 import tempfile
 
 import duckdb
@@ -18,10 +20,24 @@ from raglake.lake.store import Lake
 AFTER_RUN_MEMORY = "256MB"
 
 
+_SPILL_FOLDERS: list[str] = []  # this process's, removed at its exit if a connection was never closed
+
+
 def spill_folder() -> str:
     """A path no one else uses, under the system's temporary folder: DuckDB creates it on its first spill and
-    removes it (and what it wrote there) when the connection closes."""
-    return os.path.join(tempfile.gettempdir(), f"raglake-duckdb-{os.getpid()}-{secrets.token_hex(6)}")
+    removes it (and what it wrote there) when the connection closes; what a connection left open leaves is
+    removed when the process exits (atexit: the CLI runs the handlers before its os._exit, which skips
+    DuckDB's own clean-up)."""
+    folder = os.path.join(tempfile.gettempdir(), f"raglake-duckdb-{os.getpid()}-{secrets.token_hex(6)}")
+    if not _SPILL_FOLDERS:
+        atexit.register(_remove_spill_folders)
+    _SPILL_FOLDERS.append(folder)
+    return folder
+
+
+def _remove_spill_folders() -> None:
+    for folder in _SPILL_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)  # most were never made: DuckDB makes one on its first spill
 
 
 def new_connection(lake: Lake, *, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:

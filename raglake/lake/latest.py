@@ -60,11 +60,10 @@ def settle(lake: Lake, run_id: str) -> list[str]:
     files = scores_files(lake, run_id)
     if not files:
         return []
-    con = new_connection(lake)
-    names = con.sql("SELECT * FROM read_parquet($files, union_by_name = true)", params={"files": files}).columns
-    flag = "is_latest" if "is_latest" in names else "NULL::BOOLEAN"  # files written before the column
-    wrong = con.sql(_FLAGS.format(flag=flag), params={"files": files}).fetchall()
-    con.close()
+    with new_connection(lake) as con:
+        names = con.sql("SELECT * FROM read_parquet($files, union_by_name = true)", params={"files": files}).columns
+        flag = "is_latest" if "is_latest" in names else "NULL::BOOLEAN"  # files written before the column
+        wrong = con.sql(_FLAGS.format(flag=flag), params={"files": files}).fetchall()
     rewritten = []
     for path, latest in wrong:
         with lake.fs.open(path, "rb") as f:
