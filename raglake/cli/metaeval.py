@@ -96,11 +96,8 @@ SHARED = ("lake", "results", "embedder", "device", "judge")  # what a meta-evalu
 def print_metaeval(lake: str | None, metaeval_id: str, every: bool = False) -> None:
     """A landed meta-evaluation, as raglake.cli.metaeval_table lays it out; `every`: the rows that repeat
     another too (sql/metaeval.sql's `repeats`)."""
-    q = open_lake(lake)
-    try:
+    with open_lake(lake) as q:
         rows = run_query(q.con, "metaeval", metaeval_id=metaeval_id).to_pylist()
-    finally:
-        q.con.close()
     if not rows:
         raise ConfigError(f"no meta-evaluation {metaeval_id or '(none yet)'} in the lake {q.lake.url}")
     measured = [r for r in rows if r["status"] != "skipped"]  # the skipped ones are one line below

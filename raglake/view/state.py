@@ -51,7 +51,7 @@ class LakeState:
         listing = self._listing()
         if self._queries is None or listing != self._seen:
             if self._queries is not None:
-                self._queries.con.close()
+                self._queries.close()
             self._queries, self._seen = open_lake(self.lake), listing
             self._pages.clear()
         return self._queries
@@ -78,5 +78,5 @@ class LakeState:
     def close(self) -> None:
         with self._lock:
             if self._queries is not None:
-                self._queries.con.close()
+                self._queries.close()
                 self._queries = None
