@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from raglake.columnar.ingest import Canonical, capture_blocks, golden_blocks, worth_reading_in_bulk
 from raglake.errors import InputError, did_you_mean
 from raglake.importers import (
+    ALIASES,
     META_PREFIX,
     holds_answer,
     holds_capture,
@@ -196,6 +197,7 @@ def spool_captures(path: str | Path) -> tuple[Spool[Capture], Counter[str]]:
         imported = first is not None and bool(record_shape(first.data))
     blocks = capture_blocks(path) if imported is False else iter([iter_records(path, list_key=CAPTURE_LISTS)])
     index = 0
+    answered = False  # an imported record that holds an answer (under any name) has been seen
     for block in blocks:
         if isinstance(block, Canonical):
             _new_keys(path, spool, "case_id", block.keys, block.numbers)
@@ -208,13 +210,24 @@ def spool_captures(path: str | Path) -> tuple[Spool[Capture], Counter[str]]:
             if imported is None:
                 imported = bool(record_shape(record.data))
             capture = _capture(record, path, index, imported)
+            answered = answered or (imported and isinstance(record.data, dict) and holds_answer(record.data))
             _new_keys(path, spool, "case_id", [capture.case_id], [record.line])
             spool.append(capture, record.line)
             if capture.method:
                 methods[capture.method] += 1
     if not spool:
         raise InputError(str(path), None, None, "the capture file is empty")
+    if imported and not answered:
+        raise InputError(str(path), None, "answer", NO_ANSWER_TO_REPLAY)
     return spool, methods
+
+
+NO_ANSWER_TO_REPLAY = (
+    f"holds no answer (no record has an {' or '.join(map(repr, ALIASES['answer']))} field), so replaying it would "
+    "score every case as an empty answer: add the answers your system gave; to evaluate the retrieval alone, give each "
+    'record an empty answer ("response": ""); or evaluate the file as a golden set with a target to answer its '
+    "questions (--golden FILE --target ...)"
+)
 
 
 def load_imported_captures(path: str | Path) -> list[tuple[Record, Capture]] | None:

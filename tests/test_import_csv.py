@@ -90,3 +90,23 @@ def test_a_yes_no_column_refuses_other_words(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="expected true or false, got 'maybe'") as info:
         load_golden(source)
     assert info.value.line == 2 and info.value.field == "answerable"
+
+
+@pytest.mark.parametrize("holds", ["questions", "contexts"])
+def test_an_export_without_answers_imports_as_a_golden_set_alone(tmp_path: Path, holds: str) -> None:
+    """A testset of questions (what ragas' generator writes), or contexts without answers, wrote a captures file of
+    empty answers and printed a `replay:` line that scored them as such; now only the golden set is written, and
+    the output says why and how to evaluate it with a system that answers."""
+    source = tmp_path / "testset.csv"
+    frame = pd.DataFrame({"user_input": ["Who wrote it?", "How long is the bridge?"], "reference": ["Ann.", "2.1 km"]})
+    if holds == "contexts":
+        frame["retrieved_contexts"] = [json.dumps(c) for c in CONTEXTS[:2]]
+    frame.to_csv(source, index=False)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["import", str(source), "--out-dir", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert sorted(p.name for p in out.iterdir()) == ["testset.golden.jsonl"]
+    assert len(load_golden(out / "testset.golden.jsonl").cases) == 2
+    assert "holds no answers" in said and "--target" in said and "replay:" not in said
+    assert ("retrieved contexts are not imported" in said) == (holds == "contexts")

@@ -240,3 +240,39 @@ def test_the_command_lines_note_shows_the_path_as_written(tmp_path: Path) -> Non
     done = CliRunner().invoke(app, ["run", "--golden", str(path), "--target", "replay:missing.jsonl"])
     assert done.exit_code != 0  # the named target's file is missing: the note comes before that error
     assert f"note: {path} holds answers of its own" in " ".join(done.output.split())
+
+
+def test_a_replay_file_of_another_tools_shape_without_any_answer_is_refused_not_replayed_empty(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """`--target replay:FILE` on an export with no answer column (contexts alone, or questions alone) landed every
+    case `empty`, the answer metrics scoring answers nobody gave; it is refused, naming the file and how to give
+    either. An explicit empty answer is still taken as one (retrieval alone, on purpose)."""
+    import sys
+
+    from raglake.cli import main
+
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n" for i, q in enumerate(QUESTIONS)))
+    contexts = _export(tmp_path / "contexts.jsonl", [{"id": f"q{i}", "contexts": c} for i, c in enumerate(CONTEXTS)])
+    questions = _export(tmp_path / "testset.jsonl", [{"id": f"q{i}", "user_input": q} for i, q in enumerate(QUESTIONS)])
+    for path in (contexts, questions):
+        (run,) = resolve(None, {"golden": str(golden), "targets": [f"replay:{path}"]}, discover=False).runs
+        with pytest.raises(InputError) as bad:
+            plan_run(run)
+        message = str(bad.value)
+        assert str(path) in message and "no answer" in message and "'response'" in message
+        lake = tmp_path / "lake"
+        args = ["run", "--golden", str(golden), "--target", f"replay:{path}", "--lake", str(lake)]
+        monkeypatch.setattr(sys, "argv", ["raglake", *args])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        said = " ".join(capsys.readouterr().out.split())
+        assert exited.value.code == 2 and said.startswith(f"error: {path}: field 'answer': holds no answer"), said
+        assert not lake.exists()  # refused before anything landed
+    empty = _export(
+        tmp_path / "empty.jsonl", [{"id": f"q{i}", "contexts": c, "response": ""} for i, c in enumerate(CONTEXTS)]
+    )
+    (run,) = resolve(None, {"golden": str(golden), "targets": [f"replay:{empty}"]}, discover=False).runs
+    plan = plan_run(run)
+    assert [c.answer for c in plan.target.capture(list(plan.golden.cases))] == ["", ""]

@@ -17,7 +17,7 @@ from raglake.cli.common import (
 from raglake.config.evalfile import find_eval_file, load_eval_file
 from raglake.docs import metrics_markdown, own_metrics_markdown
 from raglake.errors import ConfigError
-from raglake.golden import load_golden, load_imported_captures
+from raglake.golden import ANSWERS, CONTEXTS, OWN, load_golden, load_imported_captures, what_it_holds
 from raglake.lake.store import Lake
 from raglake.metrics.conformance import check_metric
 from raglake.metrics.plugins import load_entry_points, load_plugins
@@ -42,18 +42,31 @@ def import_cmd(
 ) -> None:
     """Convert another tool's evaluation file into a raglake golden set plus replay captures."""
     golden = load_golden(source)
-    captures = load_imported_captures(source)
-    if captures is None:
+    held = what_it_holds(source)
+    if held == OWN:
         raise ConfigError(f"{source} is already in raglake's own shape; nothing to import")
+    # no answer anywhere: captures of empty answers would be scored as such, so the golden set alone is written
+    captures = load_imported_captures(source) if held == ANSWERS else None
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot make the folder {out_dir}: {e.strerror or e}") from None
     golden_path, captures_path = out_dir / f"{source.stem}.golden.jsonl", out_dir / f"{source.stem}.captures.jsonl"
-    for path, what in ((golden_path, "the golden set"), (captures_path, "the captures")):
+    written = ((golden_path, "the golden set"), (captures_path, "the captures"))[: 2 if captures is not None else 1]
+    for path, what in written:
         outputs.check_target(path, what)  # both, before either is written
     with outputs.writing(golden_path, "the golden set") as f:
         f.writelines(c.model_dump_json(exclude_defaults=True) + "\n" for c in golden.cases)
+    if captures is None:
+        unused = " (its retrieved contexts are not imported: there are no answers to go with them)"
+        render.console.print(
+            f"{len(golden.cases)} cases → {golden_path}\n{source} holds no answers{unused if held == CONTEXTS else ''}"
+            f": no captures written\nevaluate with a system that answers: raglake run --golden {golden_path} "
+            "--target http:my_service.yaml (or builtin:NOTES_FOLDER)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return
     with outputs.writing(captures_path, "the captures") as f:
         f.writelines(c.model_dump_json(exclude_defaults=True) + "\n" for _, c in captures)
     render.console.print(
