@@ -342,3 +342,28 @@ def test_doctor_quarantine_moves_them_aside_with_a_log_and_deletes_nothing(lakes
     assert hostile_answer == _main(monkeypatch, capsys, *sql, "--lake", str(reference))
     assert hostile_answer[2] == ""
     assert [r[0] for r in fetch(connect(Lake(hostile)), "SELECT run_id FROM runs ORDER BY 1")] == sorted(HEALTHY_RUNS)
+
+
+@pytest.mark.parametrize("how", ["option", "environment", "below a file"])
+def test_a_results_location_that_is_not_a_folder_is_one_line_before_any_work(
+    tmp_path: Path, how: str, monkeypatch, capsys
+) -> None:
+    """`--results FILE` (or $RAGLAKE_RESULTS) was refused only when the first batch was staged, after the inputs
+    were read, as "cannot write the staged file FILE/batches/…: Not a directory", which named neither the setting
+    nor how to fix it; it is one line before any work, and the lake is untouched."""
+    blocker = tmp_path / "results.txt"
+    blocker.write_text("not a folder")
+    results = blocker / "inner" if how == "below a file" else blocker
+    given = ["--results", str(results)] if how != "environment" else []
+    if how == "environment":
+        monkeypatch.setenv("RAGLAKE_RESULTS", str(results))
+    lake = tmp_path / "lake"
+    run = ["run", "--golden", MINI_GOLDEN, "--target", MINI_REPLAY, "--lake", str(lake), "--quiet", *given]
+    code, out, err = _main(monkeypatch, capsys, *run)
+    assert code == 2, (out, err)
+    said = " ".join(out.split())
+    where = "--results" if how != "environment" else "$RAGLAKE_RESULTS"
+    assert said.startswith(f"error: the results location {results} ") and where in said, said
+    assert ("is a file" if how != "below a file" else f"{blocker} is not a folder") in said
+    assert "Traceback" not in out + err and not lake.exists()
+    assert blocker.read_text() == "not a folder"

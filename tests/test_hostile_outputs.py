@@ -466,3 +466,27 @@ def test_a_clear_error_inside_the_flow_is_one_line(tmp_path, verbose) -> None:
         assert noise, both[-3000:]  # what Prefect says is still there for whoever asks
     else:
         assert noise == [], both[-3000:]
+
+
+def test_the_capture_journal_never_follows_a_symlink(tmp_path: Path) -> None:
+    """A live run's capture journal was opened with open("a"): a link planted at its path (a shared cache folder)
+    had every capture appended to the file it points at. The journal refuses a link, reading or writing."""
+    from raglake.schemas import Capture, GoldenCase
+    from raglake.targets.journal import CaptureJournal
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    case = GoldenCase(id="c1", question="q?")
+    for target in (victim, tmp_path / "created-through-the-link.jsonl"):
+        link = tmp_path / f"link-to-{target.name}"
+        link.symlink_to(target)
+        journal = CaptureJournal(link)
+        with pytest.raises(LakeError, match=f"capture journal {link} is a symbolic link"):
+            journal.append(case, Capture(case_id="c1", answer="a"))
+        with pytest.raises(LakeError, match="symbolic link"):
+            journal.completed([case])
+        assert link.is_symlink()
+    assert victim.read_text() == "precious\n" and not (tmp_path / "created-through-the-link.jsonl").exists()
+    journal = CaptureJournal(tmp_path / "captures" / "r.jsonl")  # a plain file still works, from nothing
+    journal.append(case, Capture(case_id="c1", answer="a"))
+    assert journal.completed([case])["c1"].answer == "a"

@@ -81,20 +81,26 @@ def check_lake_root(root: str | Path, *, write: bool = False) -> None:
     lake: it exists and is not a folder (a file, /dev/null), or, with `write`, the folder (or the nearest
     folder above it, where it does not exist yet) is read-only. A missing lake is fine: it is created by
     its first run, and reads of it find no runs."""
+    check_folder(root, "the lake", "give --lake a folder (it is created when missing)", write=write)
+
+
+def check_folder(root: str | Path, name: str, fix: str, *, given: str = "", write: bool = False) -> None:
+    """check_lake_root's checks for any local folder raglake writes (the lake, the results location): `name`
+    says which, `fix` how to give another, `given` (after the path) where it was given."""
     text = str(root).removeprefix("file://")
     if "://" in text:
         return
     path = Path(text)
     if path.exists() and not path.is_dir():
         kind = "a file" if path.is_file() else "not a regular folder (a device or a socket)"
-        raise LakeError(f"the lake {path} is {kind}: give --lake a folder (it is created when missing)")
+        raise LakeError(f"{name} {path} is {kind}: {fix}")
     if not write:
         return
     above = next((p for p in (path, *path.absolute().parents) if p.exists()), None)
     if above is None or not above.is_dir():
-        raise LakeError(f"the lake {path} cannot be created: {above} is not a folder")
+        raise LakeError(f"{name} {path}{given} cannot be created: {above} is not a folder")
     if not os.access(above, os.W_OK | os.X_OK):
-        raise LakeError(f"the lake {path} cannot be written: {above} is read-only")
+        raise LakeError(f"{name} {path}{given} cannot be written: {above} is read-only")
 
 
 def own_unit(table: str, path: str) -> str | None:

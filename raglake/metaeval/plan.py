@@ -27,7 +27,7 @@ from raglake.metrics.extensions import Extensions
 from raglake.metrics.registry import Metric
 from raglake.pipeline.fields import Cli
 from raglake.pipeline.judge_settings import JudgeField
-from raglake.pipeline.plan import PROJECT_ROOT, results_dir
+from raglake.pipeline.plan import PROJECT_ROOT, checked_results_dir
 from raglake.pipeline.settings import DeviceName, MetricNames, ScoringSettings, _Settings, name_problem
 from raglake.pipeline.staging import BatchRef, Store, stage_pairs
 from raglake.schemas import Capture, GoldenCase
@@ -205,7 +205,7 @@ def plan_metaeval(settings: MetaevalSettings) -> MetaevalPlan:
     metaeval_id = settings.metaeval_id or f"m-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     sets, sources = load_sets(settings)
     sampled = {n: sample(items, settings.max_items or None, settings.seed) for n, items in sets.items()}
-    results = results_dir(lake, settings.results)
+    results = checked_results_dir(lake, settings.results)
     items_path = f"metaeval/{metaeval_id}/items.jsonl"
     everything = [i for items in sampled.values() for i in items]
     Store(results).put(items_path, "".join(i.model_dump_json() + "\n" for i in everything).encode("utf-8"))

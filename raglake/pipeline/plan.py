@@ -28,6 +28,7 @@ from raglake.golden import GoldenSet
 from raglake.judge.config import JudgeConfig
 from raglake.judge.stage import SpotSample, wanted_steps
 from raglake.judge.steps import prompt_versions
+from raglake.lake.checks import check_folder
 from raglake.lake.landing import is_committed
 from raglake.lake.store import Lake
 from raglake.lake.tables import TABLES
@@ -207,6 +208,20 @@ def results_dir(lake: Lake, explicit: str | None = None) -> str:
     return explicit or os.environ.get("RAGLAKE_RESULTS") or f"{lake.url.rstrip('/')}/_results"
 
 
+def checked_results_dir(lake: Lake, explicit: str | None = None) -> str:
+    """results_dir, refused in one line (saying where it was given) when it is local and cannot be a folder raglake
+    writes: a file, a device, below a file, or read-only (it died inside the flow with a traceback)."""
+    found = results_dir(lake, explicit)
+    if explicit:
+        where, fix = "--results (or results: in the eval file)", "give --results a folder (it is created when missing)"
+    elif os.environ.get("RAGLAKE_RESULTS"):
+        where, fix = "$RAGLAKE_RESULTS", "set $RAGLAKE_RESULTS to a folder (it is created when missing)"
+    else:
+        where, fix = "the lake's default", "move it away, or give --results a folder"
+    check_folder(found, "the results location", fix, given=f" (given by {where})", write=True)
+    return found
+
+
 _PLANNED: contextvars.ContextVar[tuple[RunPlan, ...]] = contextvars.ContextVar("raglake_planned", default=())
 
 
@@ -235,6 +250,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
     the_lake = Lake(settings.lake)
+    results = checked_results_dir(the_lake, settings.results)
     t0 = time.perf_counter()
     golden_set, the_target = load_inputs(settings, the_lake)
     input_seconds = time.perf_counter() - t0
@@ -260,7 +276,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
         lake=the_lake,
         metrics=chosen,
         config=config,
-        results_dir=results_dir(the_lake, settings.results),
+        results_dir=results,
         batch_size=auto_batch_size(len(golden_set.cases), settings.batch_size),
         embedder=settings.embedder,
         settings=settings.model_copy(update={"run_id": run_id}),

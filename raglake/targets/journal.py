@@ -3,14 +3,20 @@ run that is killed and started again with the same run id requests only the case
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from raglake.errors import LakeWriteError
 from raglake.schemas import CANONICAL, Capture, GoldenCase
+
+# appended to, created when missing, never through a link (a planted one would receive every capture)
+APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def case_key(case: GoldenCase, scope: str = "") -> str:
@@ -30,6 +36,8 @@ class CaptureJournal:
     def load(self) -> dict[str, tuple[str, Capture]]:
         """case id -> (case key, capture); a line cut short by a kill is ignored."""
         found: dict[str, tuple[str, Capture]] = {}
+        if self.path.is_symlink():
+            raise self._a_link()
         if not self.path.exists():
             return found
         # b"\n" only: splitlines() would also cut at U+2028, U+0085 and the like inside a JSON string
@@ -53,6 +61,17 @@ class CaptureJournal:
         )
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
+            try:
+                fd = os.open(self.path, APPEND, 0o666)  # the umask applies
+            except OSError as e:
+                if e.errno == errno.ELOOP:
+                    raise self._a_link() from None
+                raise
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
                 f.flush()
+
+    def _a_link(self) -> LakeWriteError:
+        return LakeWriteError(
+            f"the capture journal {self.path} is a symbolic link: not followed (remove it, or give another --run-id)"
+        )
