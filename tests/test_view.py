@@ -262,6 +262,21 @@ def test_headers_and_hosts(client):
     assert client.get("/static/view.css").headers["content-type"].startswith("text/css")
 
 
+@pytest.mark.parametrize("listen", ["::1", "127.0.0.1", "localhost"])
+def test_a_loopback_listener_answers_loopback_host_names_only(view_lake, listen):
+    """Bound to IPv6's loopback (`--host ::1`) the app answered any Host header (Starlette's check cannot read
+    `[::1]:port`), so a page elsewhere could reach the lake through DNS rebinding; every loopback address is held
+    to the loopback names, with or without a port. Another address, chosen on purpose, answers any."""
+    limits = web.SqlLimits(sql_run.run_stoppable, ROWS, 30)
+    client = TestClient(web.create_app(web.LakeState(view_lake.lake), limits, host=listen))
+    for good in ("[::1]:8765", "[::1]", "127.0.0.1:8765", "localhost:8765", "localhost"):
+        assert client.get("/runs", headers={"host": good}).status_code == 200, good
+    for bad in ("evil.example", "evil.example:8765", "[::2]:8765", "[::1", "[::1]x:80", ""):
+        assert client.get("/runs", headers={"host": bad}).status_code == 400, bad
+    anywhere = TestClient(web.create_app(web.LakeState(view_lake.lake), limits, host="::"))
+    assert anywhere.get("/runs", headers={"host": "evil.example"}).status_code == 200
+
+
 def test_runs_landed_while_it_serves_are_shown(tmp_path):
     lake = str(tmp_path / "lake")
     land(lake, MINI_GOLDEN, MINI_REPLAY, "r-first", minutes=0)

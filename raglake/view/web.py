@@ -5,6 +5,8 @@ every route only reads: run, case and call ids are looked up as SQL parameters, 
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -13,9 +15,8 @@ import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import raglake
@@ -105,14 +106,41 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def allowed_hosts(host: str) -> list[str]:
-    """Host headers the app answers: the loopback names when it listens there (a page elsewhere cannot reach
-    the lake through DNS rebinding), any when it was bound to another address on purpose (--host)."""
-    if ":" in host:  # an IPv6 address: Starlette's host check cannot read `[::1]:port`
-        return ["*"]
-    if host == "localhost" or host.startswith("127."):
-        return [*LOOPBACK_NAMES, host, "testserver"]
-    return ["*"]
+def allowed_hosts(host: str) -> list[str] | None:
+    """Host names (lower case, IPv6 without brackets) the app answers: the loopback names when it listens on a
+    loopback address, IPv4 or IPv6 (a page elsewhere cannot reach the lake through DNS rebinding); None (any)
+    when it was bound to another address on purpose (--host)."""
+    bare = host.strip("[]").lower()
+    try:
+        loopback = bare == "localhost" or ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        loopback = False
+    return [*LOOPBACK_NAMES, "::1", bare, "testserver"] if loopback else None
+
+
+def host_name(header: str) -> str | None:
+    """The name of a Host header without its port (`[::1]:8765` -> `::1`); None when it is not one."""
+    if header.startswith("["):
+        name, bracket, rest = header[1:].partition("]")
+        return name.lower() if bracket and (rest == "" or re.fullmatch(r":\d+", rest)) else None
+    name, _, port = header.partition(":")
+    return name.lower() if name and (not port or port.isdigit()) else None
+
+
+class HostCheck:
+    """Answers only requests whose Host header names one of `allowed` (400 otherwise); Starlette's
+    TrustedHostMiddleware splits `[::1]:8765` at its first colon, so it cannot hold an IPv6 listener."""
+
+    def __init__(self, app: Any, allowed: list[str]):
+        self.app, self.allowed = app, set(allowed)
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] in ("http", "websocket"):
+            header = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+            if host_name(header) not in self.allowed:
+                await PlainTextResponse("Invalid host header", status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(state: LakeState, limits: SqlLimits, host: str = "127.0.0.1") -> Starlette:
@@ -123,11 +151,12 @@ def create_app(state: LakeState, limits: SqlLimits, host: str = "127.0.0.1") -> 
     async def errors(request: Request, exc: Exception) -> Response:
         return pages.error_response(ctx, exc)
 
+    allowed = allowed_hosts(host)
     return Starlette(
         routes=[Route(path, endpoint=h, methods=["GET", "HEAD"]) for path, h in pages.Pages(ctx).routes()],
         middleware=[
             Middleware(SecurityHeaders),
-            Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host)),
+            *([Middleware(HostCheck, allowed=allowed)] if allowed is not None else []),
         ],
         exception_handlers={RaglakeError: errors, HTTPException: errors},
     )
