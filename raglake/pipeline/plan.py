@@ -209,15 +209,16 @@ def results_dir(lake: Lake, explicit: str | None = None) -> str:
 
 
 def checked_results_dir(lake: Lake, explicit: str | None = None) -> str:
-    """results_dir, refused in one line (saying where it was given) when it is local and cannot be a folder raglake
-    writes: a file, a device, below a file, or read-only (it died inside the flow with a traceback)."""
+    """results_dir, refused in one line (saying where it was given) when it was given and is a local folder raglake
+    cannot write: a file, a device, below a file, or read-only (before, the first staged batch failed, naming
+    neither). The default, inside the lake, is the lake's check (a read-only lake is said as such)."""
     found = results_dir(lake, explicit)
     if explicit:
         where, fix = "--results (or results: in the eval file)", "give --results a folder (it is created when missing)"
     elif os.environ.get("RAGLAKE_RESULTS"):
         where, fix = "$RAGLAKE_RESULTS", "set $RAGLAKE_RESULTS to a folder (it is created when missing)"
     else:
-        where, fix = "the lake's default", "move it away, or give --results a folder"
+        return found
     check_folder(found, "the results location", fix, given=f" (given by {where})", write=True)
     return found
 
