@@ -118,7 +118,7 @@ def main() -> None:
     score_rows, undefined = con.sql(
         "SELECT count(*), count(*) FILTER (WHERE status = 'undefined') FROM scores"
     ).fetchall()[0]
-    order = con.sql("SELECT run_id, target FROM run_order ORDER BY newest_rank").fetchall()
+    order = con.sql("SELECT run_id, target_name FROM run_order ORDER BY newest_rank").fetchall()
     run = order[0][0]
     same_target = [r for r, t in order if t == order[0][1]]
     run_a, run_b = (same_target if len(same_target) > 1 else [r for r, _ in order] * 2)[1], run  # B: the newest
