@@ -1,3 +1,3 @@
-from raglake.cli import console
+from raglake.command import console
 
 console()

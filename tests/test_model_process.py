@@ -323,3 +323,111 @@ def test_a_caller_that_exits_has_ended_its_process_first(tmp_path: Path, loaded:
         print(p._process.pid, flush=True)
     """)
     assert not Path(f"/proc/{int(_python(tmp_path, code))}").exists()
+
+
+COMMAND = """
+import atexit, json, sys
+from raglake.embed import process
+started = []
+real = process.ModelProcess.__init__
+def spy(self, folder):
+    real(self, folder)
+    started.append((self, "raglake.cli" in sys.modules))
+process.ModelProcess.__init__ = spy
+def report():
+    print(json.dumps({"started": len(started), "cli_imported": [early for _, early in started],
+                      "running": [p._process.poll() is None for p, _ in started]}), flush=True)
+atexit.register(report)  # raglake.command's console ends with os._exit, after the atexit handlers
+sys.argv = ["raglake", "run", *json.loads(sys.argv[1])]
+from raglake.command import console
+console()
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        # started before the command line was imported, taken by the run (no second one), ended with the command
+        ("embeds", {"started": 1, "cli_imported": [False], "running": [False]}),
+        ("eval file of retrieval metrics", {"started": 1, "cli_imported": [False], "running": [False]}),  # stopped
+        ("--metrics", {"started": 1, "cli_imported": [False], "running": [False]}),
+        ("--device cuda", {"started": 0, "cli_imported": [], "running": []}),
+    ],
+)
+def test_raglake_run_starts_the_models_process_before_the_command_lines_imports(
+    tmp_path: Path, how: str, expected: dict
+) -> None:
+    """`raglake run` on the packaged model and the cpu starts the model's process before importing the command
+    line (raglake.command), once: the run takes that process rather than a second. A run whose eval file asks for
+    no embedding gets it stopped once its settings are resolved; one naming another device starts none."""
+    from tests.conftest import FIXTURES
+
+    golden, captures = FIXTURES / "mini_golden.jsonl", FIXTURES / "mini_captures.jsonl"
+    args = ["--golden", str(golden), "--target", f"replay:{captures}", "--lake", str(tmp_path / "lake"), "-q"]
+    if how == "embeds":
+        args += ["-c", str(_eval_file(tmp_path, "semantic_similarity"))]
+    elif how == "eval file of retrieval metrics":
+        args += ["-c", str(_eval_file(tmp_path, "mrr_at_k"))]
+    elif how == "--metrics":
+        args += ["--metrics", "semantic_similarity"]
+    else:
+        args += ["--device", "cuda", "--metrics", "mrr_at_k"]  # refused or not, no process is guessed
+    out = _command(tmp_path, COMMAND, json.dumps(args), ok=how != "--device cuda")
+    assert json.loads(out) == expected
+
+
+def _eval_file(tmp_path: Path, metric: str) -> Path:
+    path = tmp_path / f"{metric}.yaml"
+    path.write_text(f"metrics: [{metric}]\n")
+    return path
+
+
+def _command(tmp_path: Path, code: str, *args: str, ok: bool = True) -> str:
+    """What `python -c CODE ARGS` prints last (it must succeed when `ok`)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", process.SWITCH)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 or not ok, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_guess_reads_raglake_runs_options_only() -> None:
+    from raglake.command import run_options
+
+    assert run_options(["runs"]) is None and run_options([]) is None and run_options(["run", "--help"]) is None
+    assert run_options(["run", "-q", "--device=cpu", "--embedder", "x", "-m", "a,b"]) == {
+        "-q": "", "--device": "cpu", "--embedder": "x", "-m": "a,b"
+    }  # fmt: skip
+
+
+AT_THE_RUN = """
+import json, sys
+from raglake import command
+from raglake.cli import interrupt, main
+from raglake.embed import process
+seen = []
+real = interrupt.run_in_worker
+def spy(fn, *args):
+    seen.append([p._process.poll() is None for p in process._early.values()])
+    return real(fn, *args)
+interrupt.run_in_worker = spy
+sys.argv = ["raglake", "run", *json.loads(sys.argv[1])]
+command.start_model_early(sys.argv[1:])
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(seen))
+"""
+
+
+def test_a_guessed_process_no_run_takes_is_stopped_before_the_run_starts(tmp_path: Path) -> None:
+    """Not only at the command's end: a run that does not embed must not share the cpu with a model loading (it is
+    stopped once the settings are resolved, before the inputs are read)."""
+    from tests.conftest import FIXTURES
+
+    golden, captures = FIXTURES / "mini_golden.jsonl", FIXTURES / "mini_captures.jsonl"
+    args = ["--golden", str(golden), "--target", f"replay:{captures}", "--lake", str(tmp_path / "lake"), "-q"]
+    args += ["-c", str(_eval_file(tmp_path, "mrr_at_k"))]
+    assert json.loads(_command(tmp_path, AT_THE_RUN, json.dumps(args))) == [[]]

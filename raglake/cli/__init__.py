@@ -13,6 +13,7 @@ from raglake import prefect_settings
 from raglake.cli import config, jobs, maintenance, metaeval, queries, render, report, tools, view  # noqa: F401  (importing registers the commands)
 from raglake.cli.common import app, print_comparison, print_run_summary  # noqa: F401
 from raglake.columnar.arrays import prefer_jemalloc
+from raglake.embed import process
 from raglake.embed.encoders import ENCODERS
 from raglake.errors import RaglakeError
 from raglake.pipeline.embedding import settle_early_loads
@@ -34,6 +35,7 @@ def main() -> None:
             print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     finally:  # the command is over: the loaded models and any judge session go with it
+        process.discard_early()  # a model process raglake.command started on a guess that no run took
         settle_early_loads()
         ENCODERS.clear()
         JUDGE_RUNS.clear()

@@ -20,11 +20,12 @@ from raglake.cli.common import (
 from raglake.cli.settings_options import with_settings_options
 from raglake.config.front import gate_rules as front_gate_rules
 from raglake.config.front import resolve, settings_for
+from raglake.embed import process
 from raglake.embed.encoders import text_encoder
 from raglake.errors import ConfigError
 from raglake.gate import evaluate_gate, failing_rows, gate_verdicts
 from raglake.metrics.registry import get_metric
-from raglake.pipeline.embedding import needs_embedder
+from raglake.pipeline.embedding import embeds_packaged_on_cpu, needs_embedder
 from raglake.pipeline.lakes import after_run, open_lake
 from raglake.pipeline.orchestration import needs_prefect
 from raglake.pipeline.plan import plan_run
@@ -59,6 +60,8 @@ def run(
             raise ConfigError(f"--judge takes 'local' (or give --judge-base-url and --judge-model), got {judge!r}")
         overrides["judge.local"] = True
     evaluation = resolve(config, overrides)
+    if not any(embeds_packaged_on_cpu(r.chosen_metrics(), r.embedder, r.device) for r in evaluation.runs):
+        process.discard_early()  # raglake.command's guess, stopped before the inputs are read: no run takes it
     for note in evaluation.notes:
         render.console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     # every input checked (once) before the first run: a typo never starts Prefect
