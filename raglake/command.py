@@ -41,8 +41,8 @@ def start_model_early(args: Sequence[str]) -> None:
 
 
 def run_options(args: Sequence[str]) -> dict[str, str] | None:
-    """The options of `raglake run ARGS` by name (a flag's value is ""), or None when ARGS are another
-    command, ask for help, or cannot be read without the command line's parser."""
+    """The options of `raglake run ARGS` by name (a flag's value is ""), or None when ARGS are another command
+    or ask for help. A rough reading, for a guess only: the command line's own parser checks them."""
     if not args or args[0] != "run":
         return None
     options: dict[str, str] = {}
